@@ -99,4 +99,35 @@ tb_write_local_buffer(BufferDesc *bufHdr)
 #endif
 }
 
+/*
+ * Header sanity plus checksum (when the cluster has checksums) of a page
+ * read into private memory; silent, since a failure is retried.
+ */
+static inline bool
+tb_page_is_verified(Page page, BlockNumber blkno)
+{
+#if PG_VERSION_NUM >= 180000
+	return PageIsVerified(page, blkno, 0, NULL);
+#else
+	return PageIsVerifiedExtended(page, blkno, 0);
+#endif
+}
+
+/*
+ * Custom scans choose their scan slot type from 16 on; before that the
+ * slot is virtual and tuples must be deformed into it.
+ */
+#if PG_VERSION_NUM >= 160000
+#define TbSetScanSlotOps(css, ops)	((css)->slotOps = (ops))
+#else
+#define TbSetScanSlotOps(css, ops)	((void) 0)
+#endif
+
+/* EXPLAIN's property functions moved to their own header in 18. */
+#if PG_VERSION_NUM >= 180000
+#define TB_EXPLAIN_FORMAT_HEADER "commands/explain_format.h"
+#else
+#define TB_EXPLAIN_FORMAT_HEADER "commands/explain.h"
+#endif
+
 #endif							/* PG_TEMPBUF_COMPAT_H */

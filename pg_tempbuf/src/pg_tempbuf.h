@@ -11,6 +11,10 @@
 #ifndef PG_TEMPBUF_H
 #define PG_TEMPBUF_H
 
+#include "access/htup.h"
+#include "nodes/plannodes.h"
+#include "utils/snapshot.h"
+
 #include "compat.h"
 
 /* GUCs of the flush cost model (flush_cost.c) */
@@ -41,5 +45,25 @@ extern BlockNumber *tb_resident_blocks(TbRelFileId file, ForkNumber fork,
 
 /* flush_cost.c */
 extern double tb_flush_cost(Relation rel);
+
+/* page_reader.c: private page copies and hint-bit-free visibility */
+extern bool tb_verify_reread;
+extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
+						 char *scratch);
+extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
+
+/* temp_scan.c: the Parallel Temp Seq Scan executor node */
+extern void tb_register_temp_scan(void);
+extern bool tb_is_temp_scan(Plan *plan);
+extern bool tb_toast_has_data(Relation rel);
+extern List *tb_temp_scan_private(bool toast_sensitive, int est_dirty_pages,
+								  double est_flush_cost);
+extern void tb_temp_scan_mark_read_elsewhere(CustomScan *cscan);
+extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
+									List *quals, List *custom_private);
+
+/* planner.c: hooks that offer the parallel path */
+extern bool tb_parallel_scan_enabled;
+extern void tb_install_planner_hooks(void);
 
 #endif							/* PG_TEMPBUF_H */

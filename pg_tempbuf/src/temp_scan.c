@@ -1,0 +1,587 @@
+/*-------------------------------------------------------------------------
+ *
+ * temp_scan.c
+ *	  Parallel Temp Seq Scan: a parallel-aware custom scan of a temporary
+ *	  table that the leader flushes once and every participant reads from
+ *	  the table's file.
+ *
+ * Life of one execution:
+ *	- The leader flushes the table's dirty main-fork pages (only those:
+ *	  the scan reads nothing else) when it sets up the shared state, and
+ *	  again when a rescan sets it up anew.
+ *	- Participants take chunks of blocks from a shared counter and read
+ *	  them into private memory (page_reader.c); no local buffer is used,
+ *	  so workers need no temp_buffers of their own.
+ *	- When workers must not look at the table's rows the scan runs in the
+ *	  leader alone: it then stops Gather from launching any worker.  That
+ *	  happens when a worker might detoast an out-of-line value (the toast
+ *	  fetch goes through local buffers), or when the statement also reads
+ *	  the table elsewhere (the leader's other scan could write its pages).
+ *	- Without shared memory (Gather running serially, e.g. an extended-
+ *	  protocol fetch with a row limit) the node scans alone, the same way.
+ *
+ * EXPLAIN runs after the shared memory is gone, so everything it shows is
+ * kept in the leader's own state.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/parallel.h"
+#include "access/table.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "port/atomics.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+
+#include "pg_tempbuf.h"
+#include TB_EXPLAIN_FORMAT_HEADER
+
+#define TEMP_SCAN_NAME		"Temp Seq Scan"
+
+/* custom_private of the plan: positions of its members */
+enum
+{
+	TSP_TOAST_SENSITIVE,		/* the scan's output or quals use a toastable column */
+	TSP_READ_ELSEWHERE,			/* the statement reads the table in another place */
+	TSP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
+	TSP_EST_FLUSH_COST,
+	TSP_NUM_MEMBERS
+};
+
+/* What each participant did, for EXPLAIN ANALYZE. */
+typedef struct TempScanCounters
+{
+	uint64		pages;
+	uint64		rereads;
+} TempScanCounters;
+
+/* Shared state in the parallel query's DSM segment. */
+typedef struct TempScanShared
+{
+	BlockNumber nblocks;		/* the table's length when the leader flushed */
+	BlockNumber chunk;			/* blocks taken from next_block at a time */
+	bool		leader_only;
+	pg_atomic_uint64 next_block;
+	int			nworkers;
+	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
+	TempScanCounters counters[FLEXIBLE_ARRAY_MEMBER];
+} TempScanShared;
+
+typedef struct TempScanState
+{
+	CustomScanState css;
+
+	/* from the plan */
+	bool		toast_sensitive;
+	bool		read_elsewhere;
+	int			est_dirty_pages;
+	double		est_flush_cost;
+
+	/* block allocation: shared, or private when running without DSM */
+	TempScanShared *shared;
+	bool		prepared;		/* flushed and sized for this pass */
+	BlockNumber nblocks;
+	BlockNumber next_block;		/* without DSM only */
+	BlockNumber chunk_next;		/* rest of the chunk in hand */
+	BlockNumber chunk_end;
+	const char *leader_only_reason;
+
+	/* the page in hand and its visible tuples */
+	char	   *page;
+	char	   *scratch;
+	BlockNumber page_block;
+	int			nvisible;
+	int			next_visible;
+	OffsetNumber visible[MaxHeapTuplesPerPage];
+	HeapTupleData tuple;
+
+	/* kept for EXPLAIN */
+	int64		pages_flushed;
+	double		flush_ms;
+	TempScanCounters mine;		/* without DSM */
+	TempScanCounters *totals;	/* per participant, summed over passes */
+	int			ntotals;
+} TempScanState;
+
+static Node *temp_scan_create_state(CustomScan *cscan);
+static void temp_scan_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *temp_scan_exec(CustomScanState *node);
+static void temp_scan_end(CustomScanState *node);
+static void temp_scan_rescan(CustomScanState *node);
+static Size temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void temp_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+									 void *coordinate);
+static void temp_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+									   void *coordinate);
+static void temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
+										void *coordinate);
+static void temp_scan_shutdown(CustomScanState *node);
+static void temp_scan_explain(CustomScanState *node, List *ancestors,
+							  ExplainState *es);
+
+static CustomScanMethods temp_scan_methods = {
+	.CustomName = TEMP_SCAN_NAME,
+	.CreateCustomScanState = temp_scan_create_state,
+};
+
+static CustomExecMethods temp_scan_exec_methods = {
+	.CustomName = TEMP_SCAN_NAME,
+	.BeginCustomScan = temp_scan_begin,
+	.ExecCustomScan = temp_scan_exec,
+	.EndCustomScan = temp_scan_end,
+	.ReScanCustomScan = temp_scan_rescan,
+	.EstimateDSMCustomScan = temp_scan_estimate_dsm,
+	.InitializeDSMCustomScan = temp_scan_initialize_dsm,
+	.ReInitializeDSMCustomScan = temp_scan_reinitialize_dsm,
+	.InitializeWorkerCustomScan = temp_scan_initialize_worker,
+	.ShutdownCustomScan = temp_scan_shutdown,
+	.ExplainCustomScan = temp_scan_explain,
+};
+
+void
+tb_register_temp_scan(void)
+{
+	RegisterCustomScanMethods(&temp_scan_methods);
+}
+
+bool
+tb_is_temp_scan(Plan *plan)
+{
+	return IsA(plan, CustomScan) &&
+		((CustomScan *) plan)->methods == &temp_scan_methods;
+}
+
+List *
+tb_temp_scan_private(bool toast_sensitive, int est_dirty_pages,
+					 double est_flush_cost)
+{
+	return list_make4(makeInteger(toast_sensitive),
+					  makeInteger(false),
+					  makeInteger(est_dirty_pages),
+					  makeString(psprintf("%.17g", est_flush_cost)));
+}
+
+void
+tb_temp_scan_mark_read_elsewhere(CustomScan *cscan)
+{
+	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
+	intVal(list_nth(cscan->custom_private, TSP_READ_ELSEWHERE)) = true;
+}
+
+Plan *
+tb_make_temp_scan_plan(Index scanrelid, List *tlist, List *quals,
+					   List *custom_private)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = quals;
+	cscan->scan.scanrelid = scanrelid;
+	cscan->flags = 0;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = NIL;
+	cscan->custom_private = custom_private;
+	cscan->custom_scan_tlist = NIL;
+	cscan->methods = &temp_scan_methods;
+	return &cscan->scan.plan;
+}
+
+static Node *
+temp_scan_create_state(CustomScan *cscan)
+{
+	TempScanState *ts = palloc0(sizeof(TempScanState));
+	List	   *priv = cscan->custom_private;
+
+	NodeSetTag(ts, T_CustomScanState);
+	ts->css.flags = cscan->flags;
+	ts->css.methods = &temp_scan_exec_methods;
+	/* Tuples point into our private page copy: a plain heap tuple slot. */
+	TbSetScanSlotOps(&ts->css, &TTSOpsHeapTuple);
+
+	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
+	ts->read_elsewhere = intVal(list_nth(priv, TSP_READ_ELSEWHERE));
+	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
+	ts->est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
+	return (Node *) ts;
+}
+
+static void
+temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	TempScanState *ts = (TempScanState *) node;
+
+	ts->page = palloc(BLCKSZ);
+	ts->scratch = palloc(BLCKSZ);
+	ts->page_block = InvalidBlockNumber;
+}
+
+/* Does the table's toast relation hold anything a worker might fetch? */
+bool
+tb_toast_has_data(Relation rel)
+{
+	Oid			toastrelid = rel->rd_rel->reltoastrelid;
+	Relation	toastrel;
+	BlockNumber nblocks;
+
+	if (!OidIsValid(toastrelid))
+		return false;
+	toastrel = table_open(toastrelid, AccessShareLock);
+	nblocks = RelationGetNumberOfBlocks(toastrel);
+	table_close(toastrel, AccessShareLock);
+	return nblocks > 0;
+}
+
+/*
+ * Leader only: put the table's pages on disk, size the scan, and decide
+ * whether workers may take part.  Runs once per pass, at execution time,
+ * so a prepared statement sees the table as it is now.
+ */
+static void
+temp_scan_prepare(TempScanState *ts)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	TbRelFileId file = TbRelationFileId(rel);
+	instr_time	start;
+	instr_time	duration;
+
+	Assert(!IsParallelWorker());
+
+	INSTR_TIME_SET_CURRENT(start);
+	ts->pages_flushed += tb_flush_local_buffers(&file, MAIN_FORKNUM);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+
+	ts->nblocks = RelationGetNumberOfBlocks(rel);
+
+	if (ts->read_elsewhere)
+		ts->leader_only_reason = "the statement reads the table elsewhere";
+	else if (ts->toast_sensitive && tb_toast_has_data(rel))
+		ts->leader_only_reason = "workers could need to detoast values";
+	else
+		ts->leader_only_reason = NULL;
+
+	ts->prepared = true;
+}
+
+static void
+reset_pass(TempScanState *ts)
+{
+	ts->next_block = 0;
+	ts->chunk_next = ts->chunk_end = 0;
+	ts->nvisible = ts->next_visible = 0;
+	ts->page_block = InvalidBlockNumber;
+}
+
+/*
+ * Hand out blocks in chunks, so that participants read runs of adjacent
+ * blocks; small enough that the tail of the scan stays balanced.
+ */
+static BlockNumber
+chunk_size(BlockNumber nblocks, int nparticipants)
+{
+	BlockNumber chunk = nblocks / (Max(nparticipants, 1) * 64);
+
+	return Max(1, Min(chunk, 64));
+}
+
+static bool
+next_block(TempScanState *ts, BlockNumber *blkno)
+{
+	if (ts->chunk_next >= ts->chunk_end)
+	{
+		uint64		start;
+		BlockNumber nblocks;
+		BlockNumber chunk;
+
+		if (ts->shared)
+		{
+			nblocks = ts->shared->nblocks;
+			chunk = ts->shared->chunk;
+			start = pg_atomic_fetch_add_u64(&ts->shared->next_block, chunk);
+		}
+		else
+		{
+			nblocks = ts->nblocks;
+			chunk = chunk_size(nblocks, 1);
+			start = ts->next_block;
+			ts->next_block += chunk;
+		}
+		if (start >= nblocks)
+			return false;
+		ts->chunk_next = (BlockNumber) start;
+		ts->chunk_end = (BlockNumber) Min(start + chunk, (uint64) nblocks);
+	}
+	*blkno = ts->chunk_next++;
+	return true;
+}
+
+static TempScanCounters *
+my_counters(TempScanState *ts)
+{
+	if (ts->shared == NULL)
+		return &ts->mine;
+	return &ts->shared->counters[IsParallelWorker() ? 1 + ParallelWorkerNumber : 0];
+}
+
+/* Read one block privately and collect its tuples visible to the snapshot. */
+static void
+load_page(TempScanState *ts, BlockNumber blkno)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	Snapshot	snapshot = ts->css.ss.ps.state->es_snapshot;
+	TempScanCounters *counters = my_counters(ts);
+	Page		page = (Page) ts->page;
+	OffsetNumber maxoff;
+	bool		all_visible;
+
+	counters->rereads += tb_read_page(rel, blkno, ts->page, ts->scratch);
+	counters->pages++;
+
+	ts->page_block = blkno;
+	ts->nvisible = ts->next_visible = 0;
+	if (PageIsNew(page))
+		return;
+
+	all_visible = PageIsAllVisible(page) && !snapshot->takenDuringRecovery;
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off))
+	{
+		ItemId		lp = PageGetItemId(page, off);
+
+		if (!ItemIdIsNormal(lp))
+			continue;
+		if (all_visible ||
+			tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot))
+			ts->visible[ts->nvisible++] = off;
+	}
+}
+
+/*
+ * Put a tuple of the private page into the scan slot.  A heap tuple slot
+ * just points at it; the virtual slot of PostgreSQL 15 needs it deformed,
+ * with defaults of columns added since the row was written.
+ */
+static void
+store_tuple(TupleTableSlot *slot, HeapTuple tuple)
+{
+	if (TTS_IS_HEAPTUPLE(slot))
+		ExecStoreHeapTuple(tuple, slot, false);
+	else
+	{
+		int			natts = HeapTupleHeaderGetNatts(tuple->t_data);
+
+		ExecClearTuple(slot);
+		heap_deform_tuple(tuple, slot->tts_tupleDescriptor,
+						  slot->tts_values, slot->tts_isnull);
+		if (natts < slot->tts_tupleDescriptor->natts)
+			slot_getmissingattrs(slot, natts, slot->tts_tupleDescriptor->natts);
+		ExecStoreVirtualTuple(slot);
+	}
+}
+
+static TupleTableSlot *
+temp_scan_next(ScanState *ss)
+{
+	TempScanState *ts = (TempScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+
+	if (!ts->prepared)
+	{
+		/* No DSM was set up: this node scans the whole table by itself. */
+		Assert(ts->shared == NULL);
+		temp_scan_prepare(ts);
+		reset_pass(ts);
+	}
+	if (ts->shared && ts->shared->leader_only && IsParallelWorker())
+		return ExecClearTuple(slot);
+
+	for (;;)
+	{
+		BlockNumber blkno;
+
+		if (ts->next_visible < ts->nvisible)
+		{
+			OffsetNumber off = ts->visible[ts->next_visible++];
+			Page		page = (Page) ts->page;
+			ItemId		lp = PageGetItemId(page, off);
+
+			ts->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			ts->tuple.t_len = ItemIdGetLength(lp);
+			ItemPointerSet(&ts->tuple.t_self, ts->page_block, off);
+			ts->tuple.t_tableOid = RelationGetRelid(ss->ss_currentRelation);
+			store_tuple(slot, &ts->tuple);
+			return slot;
+		}
+		if (!next_block(ts, &blkno))
+			return ExecClearTuple(slot);
+		CHECK_FOR_INTERRUPTS();
+		load_page(ts, blkno);
+	}
+}
+
+static bool
+temp_scan_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+temp_scan_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, temp_scan_next, temp_scan_recheck);
+}
+
+static void
+temp_scan_end(CustomScanState *node)
+{
+}
+
+static void
+temp_scan_rescan(CustomScanState *node)
+{
+	TempScanState *ts = (TempScanState *) node;
+
+	reset_pass(ts);
+	/* With DSM the leader prepares again when Gather reinitializes it. */
+	if (ts->shared == NULL)
+		ts->prepared = false;
+}
+
+static Size
+temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return add_size(offsetof(TempScanShared, counters),
+					mul_size(pcxt->nworkers + 1, sizeof(TempScanCounters)));
+}
+
+static void
+setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
+{
+	temp_scan_prepare(ts);
+	reset_pass(ts);
+
+	shared->nblocks = ts->nblocks;
+	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
+	shared->leader_only = ts->leader_only_reason != NULL;
+	pg_atomic_init_u64(&shared->next_block, 0);
+	shared->nworkers = pcxt->nworkers;
+	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
+	ts->shared = shared;
+
+	/* Gather launches workers right after this: make it launch none. */
+	if (shared->leader_only)
+		pcxt->nworkers_to_launch = 0;
+}
+
+static void
+temp_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+						 void *coordinate)
+{
+	setup_shared((TempScanState *) node, pcxt, coordinate);
+}
+
+/* Keep what the last pass's participants did before the counters reset. */
+static void
+collect_counters(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+
+	if (shared == NULL)
+		return;
+	if (ts->totals == NULL)
+	{
+		ts->ntotals = shared->nworkers + 1;
+		ts->totals = MemoryContextAllocZero(ts->css.ss.ps.state->es_query_cxt,
+											sizeof(TempScanCounters) * ts->ntotals);
+	}
+	for (int i = 0; i < Min(ts->ntotals, shared->nworkers + 1); i++)
+	{
+		ts->totals[i].pages += shared->counters[i].pages;
+		ts->totals[i].rereads += shared->counters[i].rereads;
+	}
+	memset(shared->counters, 0, sizeof(TempScanCounters) * (shared->nworkers + 1));
+}
+
+static void
+temp_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+						   void *coordinate)
+{
+	TempScanState *ts = (TempScanState *) node;
+
+	collect_counters(ts);
+	setup_shared(ts, pcxt, coordinate);
+}
+
+static void
+temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
+{
+	TempScanState *ts = (TempScanState *) node;
+
+	ts->shared = coordinate;
+	ts->prepared = true;
+	reset_pass(ts);
+}
+
+static void
+temp_scan_shutdown(CustomScanState *node)
+{
+	TempScanState *ts = (TempScanState *) node;
+
+	if (!IsParallelWorker())
+		collect_counters(ts);
+	/* The segment goes away after this. */
+	ts->shared = NULL;
+}
+
+static void
+temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	TempScanState *ts = (TempScanState *) node;
+
+	if (es->costs)
+	{
+		ExplainPropertyInteger("Flush Estimate Pages", NULL, ts->est_dirty_pages, es);
+		ExplainPropertyFloat("Flush Estimate Cost", NULL, ts->est_flush_cost, 2, es);
+	}
+	if (!es->analyze)
+		return;
+
+	ExplainPropertyInteger("Pages Flushed", NULL, ts->pages_flushed, es);
+	if (es->timing)
+		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);
+	if (ts->leader_only_reason)
+		ExplainPropertyText("Leader Only", ts->leader_only_reason, es);
+
+	if (ts->totals)
+	{
+		StringInfoData buf;
+		uint64		rereads = 0;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "leader=" UINT64_FORMAT, ts->totals[0].pages);
+		for (int i = 1; i < ts->ntotals; i++)
+		{
+			if (ts->totals[i].pages > 0)
+				appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i - 1,
+								 ts->totals[i].pages);
+		}
+		for (int i = 0; i < ts->ntotals; i++)
+			rereads += ts->totals[i].rereads;
+		ExplainPropertyText("Pages Read", buf.data, es);
+		if (rereads > 0)
+			ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
+	}
+	else
+	{
+		ExplainPropertyText("Pages Read",
+							psprintf("leader=" UINT64_FORMAT, ts->mine.pages), es);
+		if (ts->mine.rereads > 0)
+			ExplainPropertyInteger("Page Rereads", NULL, ts->mine.rereads, es);
+	}
+}
