@@ -143,10 +143,28 @@ is_heap_seqscan(Plan *plan, PlannedStmt *stmt)
 	return relam == HEAP_TABLE_AM_OID;
 }
 
-/* Nodes a parent reaches other than through ExecProcNode, or ours. */
+/*
+ * A childless Result, possibly under Gather or Material: a plan for a
+ * plain expression.  PL/pgSQL looks into such plans for its "simple
+ * expressions" and knows no other node types; batching one row is moot.
+ */
+static bool
+is_expression_plan(Plan *plan)
+{
+	if (IsA(plan, Gather) || IsA(plan, Material))
+		return plan->lefttree != NULL && is_expression_plan(plan->lefttree);
+	return IsA(plan, Result) && plan->lefttree == NULL;
+}
+
+/*
+ * Not above nodes a parent reaches other than through ExecProcNode, nor
+ * above ours, nor above expression plans.
+ */
 static bool
 may_wrap(Plan *plan)
 {
+	if (is_expression_plan(plan))
+		return false;
 	switch (nodeTag(plan))
 	{
 		case T_Hash:			/* HashJoin casts its inner to HashState */
