@@ -2,7 +2,9 @@
 -- Bad input: a clear error with the right SQLSTATE that names the
 -- relation, or NULL for STRICT functions; nothing is lost.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_tempbuf;
+RESET client_min_messages;
 
 -- SQLSTATE and message of a statement's error, for compact checks.
 CREATE FUNCTION error_of(stmt text) RETURNS text

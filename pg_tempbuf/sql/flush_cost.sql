@@ -1,7 +1,9 @@
 --
 -- The flush cost model and its GUCs.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pg_tempbuf;
+RESET client_min_messages;
 LOAD 'pg_tempbuf';
 
 SHOW pg_tempbuf.write_page_cost;

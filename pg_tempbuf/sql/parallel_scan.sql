@@ -1,0 +1,198 @@
+--
+-- Parallel Temp Seq Scan: plans, fallbacks, and what EXPLAIN shows.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_tempbuf;
+RESET client_min_messages;
+LOAD 'pg_tempbuf';
+
+-- EXPLAIN ANALYZE with the run-to-run noise masked: page counts per
+-- participant, timings and (across versions) the pages a fill dirties
+-- vary; the plan's shape and our labels do not.
+CREATE FUNCTION explain_analyze(query text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+    line text;
+BEGIN
+    FOR line IN EXECUTE
+        'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) ' || query
+    LOOP
+        CONTINUE WHEN line ~ '^\s*(Worker \d+:|Rows Removed|Batches|Memory|Sort Method)';
+        line := regexp_replace(line, 'Pages Read: .*', 'Pages Read: ...');
+        line := regexp_replace(line, 'Workers Launched: [1-9]\d*', 'Workers Launched: some');
+        line := regexp_replace(line, 'Pages Flushed: [1-9]\d*', 'Pages Flushed: some');
+        line := regexp_replace(line, 'actual rows=[0-9.]+ ', 'actual ');
+        RETURN NEXT line;
+    END LOOP;
+END $$;
+
+CREATE TEMP TABLE t (id int, a int, s text);
+INSERT INTO t SELECT g, g % 100, md5(g::text) FROM generate_series(1, 50000) g;
+ANALYZE t;
+CREATE TABLE perm AS SELECT g AS a, g * 2 AS b FROM generate_series(1, 100) g;
+ANALYZE perm;
+
+-- The flush cost decides: with parallel setup free, a fully dirty table
+-- stays serial because writing its pages costs more than the workers save,
+-- and the same query goes parallel once the pages are clean.
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+SELECT pg_flush_local_buffers() > 0 AS flushed;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+UPDATE t SET a = a;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+
+-- Make every eligible scan parallel for the rest of the file.
+SET pg_tempbuf.write_page_cost = 0;
+SET pg_tempbuf.buffer_scan_cost = 0;
+
+-- EXPLAIN shows the flush estimate: this table's dirty pages, priced.
+CREATE FUNCTION temp_scan_node(query text) RETURNS json
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || query INTO plan;
+    RETURN (WITH RECURSIVE nodes(n) AS (
+                SELECT plan->0->'Plan'
+                UNION ALL
+                SELECT child FROM nodes, json_array_elements(n->'Plans') AS child)
+            SELECT n FROM nodes
+             WHERE n->>'Custom Plan Provider' = 'Temp Seq Scan' LIMIT 1);
+END $$;
+
+UPDATE t SET a = a + 1 WHERE id <= 1000;
+SELECT count(*) AS dirty_pages FROM pg_local_buffers
+ WHERE relfilenode = pg_relation_filenode('t') AND relforknumber = 0 AND isdirty \gset
+SET pg_tempbuf.write_page_cost = 2;
+SELECT (n->>'Flush Estimate Pages')::int = :dirty_pages AS estimate_counts_dirty_pages,
+       (n->>'Flush Estimate Cost')::float8 = 2 * :dirty_pages AS estimate_priced,
+       (n->>'Parallel Aware')::bool AS parallel_aware
+  FROM temp_scan_node('SELECT count(*) FROM t') AS n;
+SET pg_tempbuf.write_page_cost = 0;
+
+-- ... and EXPLAIN ANALYZE what the leader flushed.
+SELECT * FROM explain_analyze('SELECT count(*), sum(a) FROM t WHERE s LIKE ''%ab%''');
+SELECT pg_dirtied_local_buffers() AS dirty_after_parallel_scan;
+SELECT count(*), sum(a) FROM t WHERE s LIKE '%ab%';
+SET pg_tempbuf.parallel_scan = off;
+SELECT count(*), sum(a) FROM t WHERE s LIKE '%ab%';
+SET pg_tempbuf.parallel_scan = on;
+
+-- Gather Merge, partial aggregation, joins with temp and permanent tables.
+EXPLAIN (COSTS OFF) SELECT id FROM t WHERE a = 7 ORDER BY s;
+EXPLAIN (COSTS OFF) SELECT a, count(*) FROM t GROUP BY a;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t JOIN perm USING (a);
+CREATE TEMP TABLE u AS SELECT g AS id, g % 10 AS k FROM generate_series(1, 20000) g;
+ANALYZE u;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t JOIN u USING (id) WHERE u.k = 3;
+SELECT count(*) FROM t JOIN u USING (id) WHERE u.k = 3;
+
+-- Fallbacks: no parallel path at all.
+-- The switch.
+SET pg_tempbuf.parallel_scan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t;
+SET pg_tempbuf.parallel_scan = on;
+-- The table read twice in one statement: self-join, subquery, CTE.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t t1 JOIN t t2 USING (id);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE a IN (SELECT a FROM t WHERE id < 10);
+EXPLAIN (COSTS OFF) WITH c AS MATERIALIZED (SELECT * FROM t) SELECT count(*) FROM c JOIN t USING (id);
+-- System columns, parallel-restricted functions, data-modifying statements.
+EXPLAIN (COSTS OFF) SELECT count(ctid) FROM t;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE a > random() * 100;
+EXPLAIN (COSTS OFF) UPDATE t SET a = a WHERE id = 1;
+-- Stock parallel switches and the table's reloption.
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t;
+RESET max_parallel_workers_per_gather;
+ALTER TABLE t SET (parallel_workers = 0);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t;
+ALTER TABLE t RESET (parallel_workers);
+-- A tiny table under the stock minimum size.
+RESET min_parallel_table_scan_size;
+CREATE TEMP TABLE tiny AS SELECT g AS x FROM generate_series(1, 100) g;
+ANALYZE tiny;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM tiny;
+SET min_parallel_table_scan_size = 0;
+-- Inheritance and partition children stay serial.
+CREATE TEMP TABLE parent (x int);
+CREATE TEMP TABLE child () INHERITS (parent);
+INSERT INTO child SELECT g FROM generate_series(1, 1000) g;
+CREATE TEMP TABLE parted (x int) PARTITION BY RANGE (x);
+CREATE TEMP TABLE part1 PARTITION OF parted FOR VALUES FROM (0) TO (500);
+CREATE TEMP TABLE part2 PARTITION OF parted FOR VALUES FROM (500) TO (1001);
+INSERT INTO parted SELECT g FROM generate_series(1, 1000) g;
+ANALYZE parent, child, parted;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM parent;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM parted;
+
+-- TOAST: a scan whose output needs a toastable column runs in the leader
+-- alone once the toast table holds data; one that does not keeps workers.
+CREATE TEMP TABLE wide (id int, body text);
+INSERT INTO wide SELECT g, 'short' FROM generate_series(1, 3000) g;
+ANALYZE wide;
+PREPARE wide_lengths AS SELECT sum(length(body)), count(*) FROM wide;
+PREPARE wide_ids AS SELECT sum(id), count(*) FROM wide;
+SELECT * FROM explain_analyze('EXECUTE wide_lengths');
+INSERT INTO wide SELECT g, (SELECT string_agg(md5(g::text || i::text), '') FROM generate_series(1, 200) i)
+  FROM generate_series(1, 10) g;
+SELECT * FROM explain_analyze('EXECUTE wide_lengths');
+SELECT * FROM explain_analyze('EXECUTE wide_ids');
+EXECUTE wide_lengths;
+SET parallel_leader_participation = off;
+SELECT * FROM explain_analyze('EXECUTE wide_lengths');
+EXECUTE wide_lengths;
+RESET parallel_leader_participation;
+-- Planned afresh now that the toast table has data: no parallel path.
+EXPLAIN (COSTS OFF) SELECT sum(length(body)) FROM wide;
+EXPLAIN (COSTS OFF) SELECT count(wide) FROM wide;
+SET pg_tempbuf.parallel_scan = off;
+SELECT sum(length(body)), count(*) FROM wide;
+SET pg_tempbuf.parallel_scan = on;
+
+-- Prepared statements flush at execution time, not at plan time.
+PREPARE count_t AS SELECT count(*), sum(a) FROM t;
+EXECUTE count_t;
+UPDATE t SET a = a + 1000 WHERE id % 2 = 0;
+SELECT * FROM explain_analyze('EXECUTE count_t');
+EXECUTE count_t;
+
+-- Rescans: a Gather on the inner side of a nested loop sets up its scan
+-- again on each loop (the flush then finds nothing left to write).
+CREATE TEMP TABLE small AS SELECT g AS a FROM generate_series(1, 3) g;
+ANALYZE small;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_material = off;
+SELECT * FROM explain_analyze('SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a WHERE t.id <= 10');
+SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a WHERE t.id <= 10;
+SET pg_tempbuf.parallel_scan = off;
+SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a WHERE t.id <= 10;
+SET pg_tempbuf.parallel_scan = on;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_material;
+
+-- Columns added with a default after rows were written.
+ALTER TABLE t ADD COLUMN d int DEFAULT 7;
+SELECT d, count(*) FROM t GROUP BY d;
+
+-- Temporary tables created in the running transaction, and savepoints.
+BEGIN;
+CREATE TEMP TABLE fresh AS SELECT g AS x FROM generate_series(1, 10000) g;
+ANALYZE fresh;
+SAVEPOINT s1;
+DELETE FROM fresh WHERE x % 2 = 0;
+ROLLBACK TO s1;
+SAVEPOINT s2;
+UPDATE fresh SET x = -x WHERE x % 3 = 0;
+RELEASE s2;
+SELECT * FROM explain_analyze('SELECT count(*), sum(x) FROM fresh');
+SELECT count(*), sum(x) FROM fresh;
+SET LOCAL pg_tempbuf.parallel_scan = off;
+SELECT count(*), sum(x) FROM fresh;
+COMMIT;
+
+DROP TABLE perm;

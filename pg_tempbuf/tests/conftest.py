@@ -1,0 +1,63 @@
+"""Fixtures for the extension's own Python tests: clusters with pg_tempbuf preloaded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from pglab.cluster import Cluster
+
+# Settings that make every eligible temporary-table scan parallel, so that a
+# test compares the parallel plan with the serial one on any table size.
+FORCE_PARALLEL = {
+    "parallel_setup_cost": "0",
+    "parallel_tuple_cost": "0",
+    "min_parallel_table_scan_size": "0",
+    "pg_tempbuf.write_page_cost": "0",
+    "pg_tempbuf.buffer_scan_cost": "0",
+}
+
+
+def start_preloaded(pg_config_path: str, checksums: bool | None = None) -> Cluster:
+    cluster = Cluster(
+        pg_config_path,
+        settings={
+            "shared_preload_libraries": "pg_tempbuf",
+            "max_worker_processes": 8,
+            "max_parallel_workers": 8,
+            "max_parallel_workers_per_gather": 2,
+        },
+        checksums=checksums,
+    )
+    cluster.start()
+    with cluster.connect() as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_tempbuf")
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def preloaded_cluster(pg_config_path: str) -> Iterator[Cluster]:
+    """A cluster with pg_tempbuf in shared_preload_libraries (initdb's checksum default)."""
+    cluster = start_preloaded(pg_config_path)
+    yield cluster
+    cluster.cleanup()
+
+
+@pytest.fixture
+def session(preloaded_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
+    """A fresh autocommit session on the preloaded cluster."""
+    with preloaded_cluster.connect() as conn:
+        yield conn
+
+
+def force_parallel(conn: psycopg.Connection[Any]) -> None:
+    for name, value in FORCE_PARALLEL.items():
+        conn.execute(f"SET {name} = {value}")
+
+
+def plan_text(conn: psycopg.Connection[Any], query: str, options: str = "COSTS OFF") -> str:
+    rows = conn.execute(f"EXPLAIN ({options}) {query}").fetchall()
+    return "\n".join(row[0] for row in rows)

@@ -1,0 +1,256 @@
+"""Differential proof of the Parallel Temp Seq Scan: parallel result == serial result.
+
+Each generated case builds temporary tables, runs a random history of DML across
+committed, aborted and half-rolled-back transactions (savepoints), flushes and
+evictions, then leaves a transaction open with a live subtransaction and runs
+random queries twice: with parallel plans forced (every parallel cost zero) and
+with pg_tempbuf.parallel_scan = off.  Both must return the same rows, or raise
+the same error.
+
+PGTB_DIFF_EXAMPLES sets the number of cases (default: a fast subset for
+`make test`; use thousands for a long run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FORCE_PARALLEL
+from pglab.cluster import Cluster
+
+EXAMPLES = int(os.environ.get("PGTB_DIFF_EXAMPLES", "40"))
+
+# An out-of-line value: hex md5s do not compress below the toast threshold.
+WIDE_VALUE = "(SELECT string_agg(md5(g::text || i::text), '') FROM generate_series(1, 200) i)"
+
+PREDICATES = st.sampled_from(
+    [
+        "TRUE",
+        "t.a > {k}",
+        "t.a IS NULL",
+        "t.s LIKE '%{h}%'",
+        "t.id % {m} = {r}",
+        "t.n < {k}",
+        "t.s IS NOT NULL AND t.a < {k}",
+    ]
+)
+
+
+@st.composite
+def predicate(draw: st.DrawFn) -> str:
+    template = draw(PREDICATES)
+    return template.format(
+        k=draw(st.integers(-5, 60)),
+        h=draw(st.sampled_from(["a", "ab", "0", "ff", "e1"])),
+        m=(m := draw(st.integers(2, 7))),
+        r=draw(st.integers(0, m - 1)),
+    )
+
+
+@st.composite
+def insert(draw: st.DrawFn, wide: bool) -> str:
+    rows = draw(st.integers(0, 300))
+    seed = draw(st.integers(0, 10_000))
+    null_every = draw(st.integers(3, 20))
+    wide_expr = f"CASE WHEN g % 40 = 0 THEN {WIDE_VALUE} ELSE 'w' || g END" if wide else "'w' || g"
+    return (
+        "INSERT INTO t (a, n, s, w) SELECT "
+        f"CASE WHEN g % {null_every} = 0 THEN NULL ELSE (g * 7 + {seed}) % 50 END, "
+        f"(g + {seed}) * 1.5, "
+        f"CASE WHEN g % {null_every + 1} = 0 THEN NULL ELSE md5((g + {seed})::text) END, "
+        f"{wide_expr} FROM generate_series(1, {rows}) g"
+    )
+
+
+@st.composite
+def statement(draw: st.DrawFn, wide: bool) -> str:
+    kind = draw(st.sampled_from(["insert", "insert", "update_a", "update_s", "delete", "copy"]))
+    m = draw(st.integers(2, 9))
+    r = draw(st.integers(0, m - 1))
+    if kind == "insert":
+        return draw(insert(wide))
+    if kind == "update_a":
+        return f"UPDATE t SET a = a + 1 WHERE id % {m} = {r}"
+    if kind == "update_s":
+        return f"UPDATE t SET s = s || 'u', n = n + 1 WHERE a % {m} = {r}"
+    if kind == "delete":
+        return f"DELETE FROM t WHERE id % {m} = {r}"
+    return f"INSERT INTO t (a, n, s, w) SELECT a, n, s, w FROM t WHERE id % {m} = {r}"
+
+
+@st.composite
+def history_step(draw: st.DrawFn, wide: bool) -> list[str]:
+    stmts = st.lists(statement(wide), min_size=1, max_size=3)
+    kind = draw(
+        st.sampled_from(["commit", "abort", "savepoint", "flush", "evict", "vacuum", "truncate", "autocommit"])
+    )
+    if kind == "commit":
+        return ["BEGIN", *draw(stmts), "COMMIT"]
+    if kind == "abort":
+        return ["BEGIN", *draw(stmts), "ROLLBACK"]
+    if kind == "savepoint":
+        end = draw(st.sampled_from(["ROLLBACK TO SAVEPOINT s", "RELEASE SAVEPOINT s"]))
+        return ["BEGIN", *draw(stmts), "SAVEPOINT s", *draw(stmts), end, *draw(stmts), "COMMIT"]
+    if kind == "flush":
+        return ["SELECT pg_flush_local_buffers()"]
+    if kind == "evict":
+        return ["SELECT pg_evict_local_buffers()"]
+    if kind == "vacuum":
+        return ["VACUUM t"]
+    if kind == "truncate":
+        return ["BEGIN", "TRUNCATE t", *draw(stmts), "COMMIT"]
+    return draw(stmts)
+
+
+@st.composite
+def query(draw: st.DrawFn) -> tuple[str, bool]:
+    """A query and whether its row order is significant."""
+    p = draw(predicate())
+    k = draw(st.integers(1, 40))
+    choices = [
+        (f"SELECT count(*), sum(a), sum(n), count(s), min(s), max(s) FROM t WHERE {p}", False),
+        (f"SELECT id, a, n, s FROM t WHERE {p}", False),
+        ("SELECT a % 5 AS k, count(*), sum(n), max(s) FROM t GROUP BY 1", False),
+        (f"SELECT id, a FROM t WHERE {p} ORDER BY a NULLS FIRST, id LIMIT {k}", True),
+        (f"SELECT s, id FROM t WHERE {p} ORDER BY s, id", True),
+        ("SELECT count(*), sum(t.a) FROM t JOIN u ON t.a = u.a", False),
+        (f"SELECT count(*), sum(p.b) FROM t JOIN perm p ON t.a = p.a WHERE {p}", False),
+        (f"SELECT count(*) FROM t WHERE a IN (SELECT a FROM u WHERE b > {k})", False),
+        ("SELECT id, sum(a) OVER (PARTITION BY a % 3 ORDER BY id) FROM t", False),
+        (f"SELECT sum(length(w)), count(w), max(md5(w)) FROM t WHERE {p}", False),
+        ("SELECT t::text FROM t", False),
+        ("SELECT count(*), sum(t1.a) FROM t t1 JOIN t t2 USING (id)", False),
+        ("SELECT extra, count(*) FROM t GROUP BY extra", False),
+        ("SELECT * FROM (SELECT a, count(*) AS c FROM t GROUP BY a) s WHERE c > 1", False),
+        (f"WITH c AS (SELECT * FROM t WHERE {p}) SELECT count(*), sum(a) FROM c", False),
+        (f"SELECT count(*) FROM t WHERE {p} AND EXISTS (SELECT 1 FROM u WHERE u.a = t.a)", False),
+    ]
+    return draw(st.sampled_from(choices))
+
+
+@dataclass
+class Case:
+    temp_buffers: int
+    wide: bool
+    add_column: bool
+    leader_participation: bool
+    verify_reread: bool
+    history: list[list[str]]
+    open_tx: list[str]
+    open_subtx: list[str]
+    rollback_open_subtx: bool
+    queries: list[tuple[str, bool]] = field(default_factory=list)
+
+
+@st.composite
+def case(draw: st.DrawFn) -> Case:
+    wide = draw(st.booleans())
+    return Case(
+        temp_buffers=draw(st.sampled_from([100, 1024, 16384])),
+        wide=wide,
+        add_column=draw(st.booleans()),
+        leader_participation=draw(st.booleans()),
+        verify_reread=draw(st.booleans()),
+        history=draw(st.lists(history_step(wide), min_size=1, max_size=6)),
+        open_tx=draw(st.lists(statement(wide), max_size=3)),
+        open_subtx=draw(st.lists(statement(wide), max_size=3)),
+        rollback_open_subtx=draw(st.booleans()),
+        queries=draw(st.lists(query(), min_size=1, max_size=6)),
+    )
+
+
+Outcome = tuple[str, Any]
+
+
+def run(conn: psycopg.Connection[Any], sql: str, ordered: bool) -> Outcome:
+    try:
+        rows = conn.execute(sql).fetchall()
+    except psycopg.Error as exc:
+        return ("error", exc.sqlstate)
+    return ("rows", rows if ordered else sorted(rows, key=repr))
+
+
+def uses_temp_scan(conn: psycopg.Connection[Any], sql: str) -> bool:
+    try:
+        plan = conn.execute(f"EXPLAIN (COSTS OFF) {sql}").fetchall()
+    except psycopg.Error:
+        conn.execute("ROLLBACK TO SAVEPOINT q")
+        return False
+    return any("Temp Seq Scan" in row[0] for row in plan)
+
+
+def setup_tables(conn: psycopg.Connection[Any], c: Case) -> None:
+    conn.execute("CREATE TEMP TABLE t (id bigserial, a int, n numeric, s text, w text)")
+    conn.execute("CREATE TEMP TABLE u AS SELECT g % 50 AS a, g AS b FROM generate_series(1, 120) g")
+    if c.add_column:
+        conn.execute("INSERT INTO t (a, n, s, w) SELECT g % 50, g, md5(g::text), 'w' FROM generate_series(1, 50) g")
+        conn.execute("ALTER TABLE t ADD COLUMN extra int DEFAULT 42")
+    else:
+        conn.execute("ALTER TABLE t ADD COLUMN extra int")
+
+
+def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
+    with preloaded_cluster.connect() as admin:
+        admin.execute("DROP TABLE IF EXISTS perm")
+        admin.execute("CREATE TABLE perm AS SELECT g % 50 AS a, g AS b FROM generate_series(1, 300) g")
+        admin.execute("ANALYZE perm")
+
+    used = Counter[str]()
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=os.environ.get("PGTB_DIFF_RANDOM") is None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(case())
+    def check(c: Case) -> None:
+        with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
+            conn.execute(f"SET parallel_leader_participation = {'on' if c.leader_participation else 'off'}")
+            conn.execute(f"SET pg_tempbuf.verify_reread = {'on' if c.verify_reread else 'off'}")
+            setup_tables(conn, c)
+            for step in c.history:
+                for sql in step:
+                    conn.execute(sql)
+            # Queries run inside a transaction with its own changes and an open
+            # subtransaction whose changes may have been partly rolled back.
+            conn.execute("BEGIN")
+            for sql in c.open_tx:
+                conn.execute(sql)
+            conn.execute("SAVEPOINT open_s")
+            for sql in c.open_subtx:
+                conn.execute(sql)
+            if c.rollback_open_subtx:
+                conn.execute("ROLLBACK TO SAVEPOINT open_s")
+                for sql in c.open_subtx[:1]:
+                    conn.execute(sql)
+            conn.execute("SAVEPOINT q")
+            for sql, ordered in c.queries:
+                for name, value in FORCE_PARALLEL.items():
+                    conn.execute(f"SET {name} = {value}")
+                conn.execute("SET pg_tempbuf.parallel_scan = on")
+                if uses_temp_scan(conn, sql):
+                    used["parallel"] += 1
+                used["queries"] += 1
+                parallel = run(conn, sql, ordered)
+                if parallel[0] == "error":
+                    conn.execute("ROLLBACK TO SAVEPOINT q")
+                conn.execute("SET pg_tempbuf.parallel_scan = off")
+                serial = run(conn, sql, ordered)
+                if serial[0] == "error":
+                    conn.execute("ROLLBACK TO SAVEPOINT q")
+                assert parallel == serial, f"mismatch for {sql!r}\ncase: {c}"
+            conn.execute("ROLLBACK")
+
+    check()
+    print(f"differential: {used['queries']} queries, {used['parallel']} with a Temp Seq Scan")
+    # The suite proves something only if the parallel plan actually ran.
+    assert used["queries"] > 0
+    assert used["parallel"] >= used["queries"] // 3, used
