@@ -1,0 +1,1 @@
+"""One subpackage per experiment; shared helpers live in the pglab package itself."""

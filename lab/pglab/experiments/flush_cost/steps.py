@@ -1,0 +1,214 @@
+"""The article's ten steps for one table size, in one session (temp_buffers is per session
+and fixed at its first use, so each size needs a fresh connection)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from pglab.errors import LabError, MeasurementMismatch
+from pglab.experiments.flush_cost import options as opt
+from pglab.experiments.flush_cost.options import EvictMode
+from pglab.explain import ExplainResult, parse_explain
+
+TABLE = "pglab_flush_cost"
+DISPLACER = "pglab_displacer"
+PROBE = "pglab_probe"
+# ~1.9 KB per row stays below the TOAST threshold (~2 KB), so rows are stored inline,
+# uncompressed, and pages fill predictably.
+PAD_BYTES = 1900
+
+
+@dataclass(frozen=True)
+class PoolState:
+    allocated: int
+    dirtied: int
+    pool_size: int
+
+
+@dataclass(frozen=True)
+class PhaseMeasurement:
+    size: int
+    iteration: int
+    phase: str
+    explain: ExplainResult
+    before: PoolState  # the local buffer pool just before the measured call
+    relpages: int
+
+
+@dataclass
+class SizeSession:
+    """Runs iterations of the ten steps on one connection whose temp_buffers fits `size`."""
+
+    conn: psycopg.Connection[Any]
+    size: int
+    evict: EvictMode
+    before_read: Callable[[], None] = lambda: None  # e.g. drop the OS page cache
+    block_size: int = 8192
+    rows_per_page: int = field(default=0, init=False)
+
+    def prepare(self) -> None:
+        self.block_size = int(self._scalar("SELECT current_setting('block_size')::int"))
+        self.rows_per_page = self._probe_rows_per_page()
+
+    # -- the steps -----------------------------------------------------------------------
+
+    def run_iteration(
+        self,
+        iteration: int,
+        on_phase: Callable[[str], None],
+        record: Callable[[PhaseMeasurement], None],
+    ) -> None:
+        """Create and fill the table, then measure steps 1-10; `record` gets each measurement
+        before it is checked, so a failing one still reaches raw.csv."""
+        n = self.size
+        evict_seq, evict_random = opt.eviction_phases(self.evict)
+        self._create_filled_table(TABLE, n)
+
+        def measure(phase: str, call: sql.Composable) -> ExplainResult:
+            on_phase(phase)
+            before = self._pool_state()
+            explain = self._explain(call)
+            measurement = PhaseMeasurement(n, iteration, phase, explain, before, n)
+            record(measurement)
+            self._check(measurement)
+            return explain
+
+        table = sql.Literal(TABLE)
+        measure(opt.WRITE_SEQ, sql.SQL("pg_flush_local_buffers()"))
+        measure(opt.DRY_WRITE, sql.SQL("pg_flush_local_buffers()"))
+        self._evict(evict_seq, measure)
+        self.before_read()
+        measure(opt.READ_SEQ, sql.SQL("pg_read_temp_relation({}::regclass, false)").format(table))
+        measure(opt.DRY_READ, sql.SQL("pg_read_temp_relation({}::regclass, false)").format(table))
+        self._evict(evict_random, measure)
+        self.before_read()
+        measure(opt.READ_RANDOM, sql.SQL("pg_read_temp_relation({}::regclass, true)").format(table))
+        measure(opt.HIT_CHECK, sql.SQL("pg_read_temp_relation({}::regclass, false)").format(table))
+        measure(opt.MARK_DIRTY, sql.SQL("pg_temp_buffers_dirty({}::regclass)").format(table))
+        measure(opt.WRITE_RANDOM, sql.SQL("pg_flush_local_buffers()"))
+        self._drop_table(TABLE)
+
+    def _evict(self, phase: str, measure: Callable[[str, sql.Composable], ExplainResult]) -> None:
+        if self.evict is EvictMode.FUNCTION:
+            measure(phase, sql.SQL("pg_evict_local_buffers({}::regclass)").format(sql.Literal(TABLE)))
+            return
+        # The article's way: a table as large as the pool pushes ours out; flush what the
+        # displacer left dirty (recorded as its own phase), then drop it to free its buffers.
+        pool_size = self._pool_state().pool_size
+        self._create_filled_table(DISPLACER, pool_size)
+        measure(phase, sql.SQL("pg_flush_local_buffers()"))
+        self._drop_table(DISPLACER)
+
+    # -- checks: the EXPLAIN counters must show that each step did what it claims ---------
+
+    def _check(self, m: PhaseMeasurement) -> None:
+        n, e, dirty_before = m.size, m.explain, m.before.dirtied
+        reads_all_with_function = self.evict is EvictMode.FUNCTION
+        expectations: dict[str, list[tuple[bool, str]]] = {
+            opt.WRITE_SEQ: [
+                (e.local_written == dirty_before, f"local written = {dirty_before} (the dirty buffers)"),
+                (e.local_written >= n, f"local written >= {n} (the table's blocks)"),
+            ],
+            opt.DRY_WRITE: [(e.local_written == 0, "no local writes")],
+            opt.EVICT_FOR_SEQ: [(e.local_written == 0, "no local writes (pages are clean)")],
+            opt.EVICT_FOR_RANDOM: [(e.local_written == 0, "no local writes (pages are clean)")],
+            opt.FLUSH_DISPLACER: [(e.local_written == dirty_before, f"local written = {dirty_before}")],
+            opt.FLUSH_DISPLACER_FOR_RANDOM: [
+                (e.local_written == dirty_before, f"local written = {dirty_before}")
+            ],
+            opt.READ_SEQ: self._read_expectations(e, n, reads_all_with_function),
+            opt.READ_RANDOM: self._read_expectations(e, n, reads_all_with_function),
+            opt.DRY_READ: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
+            opt.HIT_CHECK: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
+            opt.MARK_DIRTY: [(e.local_dirtied == n, f"local dirtied = {n}")],
+            opt.WRITE_RANDOM: [
+                (e.local_written == n, f"local written = {n}"),
+                (e.local_written == dirty_before, f"local written = {dirty_before} (the dirty buffers)"),
+            ],
+        }
+        for ok, wanted in expectations.get(m.phase, []):
+            if not ok:
+                raise MeasurementMismatch(
+                    f"size {n} iteration {m.iteration} phase {m.phase}: expected {wanted}, "
+                    f"but EXPLAIN reported 'Buffers: {e.buffers_line}'"
+                )
+
+    @staticmethod
+    def _read_expectations(e: ExplainResult, n: int, all_evicted: bool) -> list[tuple[bool, str]]:
+        if all_evicted:
+            return [(e.local_read == n and e.local_hit == 0, f"local read = {n}, no hits")]
+        # A displacer may leave a few of the table's pages resident (the article saw hit=1).
+        return [
+            (e.local_read + e.local_hit == n, f"local hit + read = {n}"),
+            (e.local_read > 0, "some local reads (the displacer evicted nothing)"),
+            (e.local_written == 0, "no local writes"),
+        ]
+
+    # -- SQL helpers ---------------------------------------------------------------------
+
+    def _explain(self, call: sql.Composable) -> ExplainResult:
+        query = sql.SQL("EXPLAIN (ANALYZE, TIMING OFF, BUFFERS) SELECT {}").format(call)
+        rows = self.conn.execute(query).fetchall()
+        return parse_explain(row[0] for row in rows)
+
+    def _pool_state(self) -> PoolState:
+        row = self.conn.execute(
+            "SELECT pg_allocated_local_buffers(), pg_dirtied_local_buffers(), pg_local_buffer_pool_size()"
+        ).fetchone()
+        assert row is not None
+        return PoolState(int(row[0]), int(row[1]), int(row[2]))
+
+    def _scalar(self, query: str | sql.SQL | sql.Composed) -> Any:
+        row = self.conn.execute(query).fetchone()
+        assert row is not None
+        return row[0]
+
+    def _probe_rows_per_page(self) -> int:
+        """How many of our rows fit on one heap page, measured on a scratch table."""
+        self._create_table(PROBE)
+        self.conn.execute(
+            sql.SQL("INSERT INTO {} SELECT g, repeat('x', {}) FROM generate_series(1, 64) g").format(
+                sql.Identifier(PROBE), sql.Literal(PAD_BYTES)
+            )
+        )
+        per_page = int(self._scalar(f"SELECT count(*) FROM {PROBE} WHERE ctid < '(1,0)'::tid"))
+        self._drop_table(PROBE)
+        if per_page < 1:
+            raise LabError("probe table holds no rows on its first page")
+        return per_page
+
+    def _create_table(self, name: str) -> None:
+        self.conn.execute(
+            sql.SQL("CREATE TEMP TABLE {} (id int4, pad text)").format(sql.Identifier(name))
+        )
+
+    def _create_filled_table(self, name: str, nblocks: int) -> None:
+        """A temp table of exactly `nblocks` main-fork blocks, all its pages dirty in the pool."""
+        self._create_table(name)
+        self.conn.execute(
+            sql.SQL("INSERT INTO {} SELECT g, repeat('x', {}) FROM generate_series(1, {}) g").format(
+                sql.Identifier(name), sql.Literal(PAD_BYTES), sql.Literal(nblocks * self.rows_per_page)
+            )
+        )
+        size = int(self._scalar(
+            sql.SQL("SELECT pg_relation_size({}::regclass, 'main')").format(sql.Literal(name))
+        ))
+        if size != nblocks * self.block_size:
+            raise MeasurementMismatch(
+                f"temp table {name} has {size // self.block_size} main-fork blocks, wanted {nblocks}"
+            )
+
+    def _drop_table(self, name: str) -> None:
+        self.conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(name)))
+
+    def table_filepath(self) -> str:
+        """Where the current test table's file lives (to confirm temp_tablespaces took effect)."""
+        self._create_table(PROBE)
+        path = str(self._scalar(f"SELECT pg_relation_filepath('{PROBE}')"))
+        self._drop_table(PROBE)
+        return path

@@ -1,0 +1,92 @@
+"""The server an experiment runs against: a throwaway cluster, or an existing one (--dsn)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from pglab.cluster import Cluster
+from pglab.errors import LabError
+from pglab.osuser import OsUser
+from pglab.pgconfig import PgInstall
+
+CONNECT_TIMEOUT_S = 10
+
+
+@dataclass
+class TargetServer:
+    """Connection details plus what we know about the server's files on this machine."""
+
+    conninfo: str
+    description: str  # "throwaway cluster (...)" or "existing server (dsn)"
+    cluster: Cluster | None = None
+    data_dir: Path | None = None  # None when the server is not on this machine (or hidden)
+    server_user: OsUser | None = None  # owner of the data directory, for chown of new dirs
+    scratch_dir: Path | None = None  # a writable directory on the data directory's filesystem
+
+    def connect(self, autocommit: bool = True, **conninfo: Any) -> psycopg.Connection[Any]:
+        if "connect_timeout" not in conninfo_to_dict(self.conninfo):
+            conninfo.setdefault("connect_timeout", CONNECT_TIMEOUT_S)  # fail fast on a dead host
+        try:
+            return psycopg.connect(self.conninfo, autocommit=autocommit, **conninfo)
+        except psycopg.OperationalError as exc:
+            raise LabError(f"cannot connect to {self.description}: {first_line(exc)}") from exc
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _existing_server(dsn: str) -> TargetServer:
+    target = TargetServer(conninfo=dsn, description=f"server at dsn {dsn!r}")
+    with target.connect() as conn:
+        try:
+            row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+        except psycopg.Error:
+            row = None  # needs superuser or pg_read_all_settings; we then just know less
+    data_dir = Path(row[0]) if row and row[0] else None
+    if data_dir is not None and data_dir.is_dir():
+        target.data_dir = data_dir
+        owner = pwd.getpwuid(data_dir.stat().st_uid)
+        target.server_user = OsUser(owner.pw_name, owner.pw_uid, owner.pw_gid)
+        if os.access(data_dir.parent, os.W_OK):
+            target.scratch_dir = data_dir.parent
+    return target
+
+
+@contextmanager
+def open_target(
+    pg_config: Path | None,
+    dsn: str | None,
+    checksums: bool | None,
+    require_extension: str | None = None,
+    settings: dict[str, str] | None = None,
+) -> Iterator[TargetServer]:
+    """Yield the server to measure: the one at `dsn`, or a throwaway cluster of `pg_config`."""
+    if dsn is not None:
+        yield _existing_server(dsn)
+        return
+    install = PgInstall.from_pg_config(pg_config)
+    if require_extension and not install.has_extension(require_extension):
+        raise LabError(
+            f"extension {require_extension} is not installed in {install.version} "
+            f"({install.sharedir}/extension); run `make install PG_CONFIG={install.pg_config}`"
+        )
+    with Cluster(install.pg_config, settings=settings, checksums=checksums) as cluster:
+        yield TargetServer(
+            conninfo=cluster.conninfo,
+            description=f"throwaway cluster of {install.version}",
+            cluster=cluster,
+            data_dir=cluster.data_dir,
+            server_user=cluster.os_user,
+            scratch_dir=cluster.base_dir,
+        )
