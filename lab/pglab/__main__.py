@@ -1,0 +1,7 @@
+"""Allow ``python -m pglab``."""
+
+import sys
+
+from pglab.cli import main
+
+sys.exit(main())

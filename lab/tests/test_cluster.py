@@ -1,0 +1,101 @@
+"""The throwaway-cluster helper and `pglab cluster-exec`."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pglab.cluster import Cluster, format_setting, parse_setting_assignment
+from pglab.errors import LabError
+from pglab.pgconfig import PgInstall, parse_version_num
+from pglab.testing import ClusterFactory
+
+
+def test_session_cluster(pg_cluster: Cluster) -> None:
+    with pg_cluster.connect() as conn:
+        assert conn.autocommit
+        row = conn.execute(
+            "SELECT current_setting('server_version_num')::int, current_user, current_database(),"
+            " current_setting('listen_addresses')"
+        ).fetchone()
+    assert row == (pg_cluster.version_num, "postgres", "postgres", "")
+    assert pg_cluster.bindir.is_dir() and pg_cluster.pkglibdir.is_dir()
+    assert pg_cluster.psql(sql="SELECT 6 * 7").strip() == "42"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another OS user")
+def test_server_does_not_run_as_root(pg_cluster: Cluster) -> None:
+    assert pg_cluster.data_dir.stat().st_uid != 0
+    assert pg_cluster.os_user.name == "pglab"
+
+
+def test_settings_and_checksums(pg_cluster_factory: ClusterFactory) -> None:
+    cluster = pg_cluster_factory(settings={"temp_buffers": "3MB", "application_name": "it's"}, checksums=True)
+    with cluster.connect() as conn:
+        settings = conn.execute(
+            "SELECT current_setting('temp_buffers'), current_setting('application_name'),"
+            " current_setting('data_checksums')"
+        ).fetchone()
+    assert settings == ("3MB", "it's", "on")
+    cluster_off = pg_cluster_factory(checksums=False)
+    with cluster_off.connect() as conn:
+        assert conn.execute("SHOW data_checksums").fetchone() == ("off",)
+
+
+def test_start_failure_shows_the_server_log(pg_cluster_factory: ClusterFactory) -> None:
+    with pytest.raises(LabError) as failure:
+        pg_cluster_factory(settings={"shared_buffers": "lots"})
+    message = str(failure.value)
+    assert "failed to start" in message and "shared_buffers" in message
+
+
+def test_cleanup_removes_everything(pg_config_path: str) -> None:
+    cluster = Cluster(pg_config_path).start()
+    base, socket_dir = cluster.base_dir, cluster.socket_dir
+    cluster.cleanup()
+    assert not base.exists() and not socket_dir.exists()
+    cluster.cleanup()  # idempotent
+
+
+def test_conf_values() -> None:
+    assert format_setting(True) == "on"
+    assert format_setting(100) == "100"
+    assert format_setting("a'b") == "'a''b'"
+    assert parse_setting_assignment(" work_mem = 4MB ") == ("work_mem", "4MB")
+    with pytest.raises(LabError):
+        parse_setting_assignment("work_mem")
+
+
+def test_version_numbers() -> None:
+    assert parse_version_num("PostgreSQL 15.20 (Debian 15.20-0+deb12u1)") == 150020
+    assert parse_version_num("PostgreSQL 18.6") == 180006
+    assert parse_version_num("PostgreSQL 19devel") == 190000
+
+
+def test_missing_pg_config() -> None:
+    with pytest.raises(LabError, match="pg_config not found"):
+        PgInstall.from_pg_config("/nonexistent/pg_config")
+
+
+def _cluster_exec(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pglab", "cluster-exec", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cluster_exec_passes_environment_and_exit_code(pg_config_path: str) -> None:
+    psql = PgInstall.from_pg_config(pg_config_path).program("psql")
+    script = (
+        'test "$PGUSER" = postgres && test "$PGDATABASE" = postgres && test -S "$PGHOST/.s.PGSQL.$PGPORT" '
+        f'&& "{psql}" -XAtc "SHOW work_mem" && exit 7'
+    )
+    result = _cluster_exec("--pg-config", pg_config_path, "--set", "work_mem=7MB", "--", "sh", "-c", script)
+    assert result.returncode == 7, result.stderr
+    assert result.stdout.strip() == "7MB"
+
+
+def test_cluster_exec_command_not_found(pg_config_path: str) -> None:
+    result = _cluster_exec("--pg-config", pg_config_path, "--", "/nonexistent/command")
+    assert result.returncode == 127
+    assert "command not found" in result.stderr
