@@ -41,7 +41,8 @@ install: build
 # pg_regress needs a running server: pglab starts a throwaway one around it.
 installcheck: install
 	$(PGLAB) cluster-exec --pg-config "$(PG_CONFIG)" -- \
-		$(MAKE) -C pg_tempbuf PG_CONFIG="$(PG_CONFIG)" installcheck
+		$(MAKE) -C pg_tempbuf PG_CONFIG="$(PG_CONFIG)" installcheck \
+		|| { cat pg_tempbuf/regression.diffs; exit 1; }
 
 pytest: install
 	PG_CONFIG="$(PG_CONFIG)" $(PY) -m pytest -q pg_tempbuf/tests lab/tests
