@@ -1,0 +1,104 @@
+"""`pglab parallel-temp`: argument parsing and the command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pglab.errors import LabError
+from pglab.experiments.parallel_temp import options as opt
+from pglab.experiments.parallel_temp.options import ParallelTempOptions
+
+NAME = "parallel-temp"
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(sorted({int(p) for p in text.replace(" ", ",").split(",") if p.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive integers") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive integers")
+    return values
+
+
+def _positive(text: str) -> int:
+    values = _int_list(text)
+    if len(values) != 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return values[0]
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        NAME,
+        help="parallel scans of temporary tables vs serial, flush included, and the planner's choice",
+        description=(
+            "Times, on the same data in the same session: the stock serial scan of a temporary table; "
+            "pg_tempbuf's Parallel Temp Seq Scan with clean buffers, with every resident page dirty "
+            "(the flush included) and with a quarter of the table dirty; and a stock Parallel Seq Scan "
+            "of an UNLOGGED copy. Queries: a CPU-bound aggregate, a selective filter, a bare count. "
+            "Then the decision experiment: over table size x dirty share x query, both plans timed, "
+            "the plan the planner picks with default costs, and the regret."
+        ),
+    )
+    parser.add_argument("--rows", type=_int_list, metavar="N,N,...",
+                        help=f"table sizes in rows (default {','.join(map(str, opt.DEFAULT_ROWS))}; "
+                             f"1M rows are about 65 MB)")
+    parser.add_argument("--workers", type=_int_list, metavar="W,W,...",
+                        help="workers per Gather (default 1..number of cores)")
+    parser.add_argument("--repetitions", type=_positive, metavar="K",
+                        help=f"timed runs per cell (default {opt.DEFAULT_REPETITIONS})")
+    parser.add_argument("--temp-buffers", default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
+                        help="temp_buffers of the measuring session (default %(default)s)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small grid for a demo: rows {','.join(map(str, opt.QUICK_ROWS))}, "
+                             f"{opt.QUICK_REPETITIONS} repetitions")
+    parser.add_argument("--no-decision", dest="decision", action="store_false",
+                        help="skip the decision experiment")
+    parser.add_argument("--out", type=Path, default=Path("results/parallel-temp"), metavar="DIR",
+                        help="output directory, created if missing (default %(default)s)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--pg-config", type=Path,
+                        help="run a throwaway cluster of this installation, pg_tempbuf installed in it "
+                             "(default: $PG_CONFIG, else the wheel's PostgreSQL 18)")
+    target.add_argument("--dsn", help="use this existing server (pg_tempbuf installed; it is LOADed)")
+    parser.add_argument("--checksums", action=argparse.BooleanOptionalAction, default=None,
+                        help="data checksums of the throwaway cluster (default: initdb's default)")
+
+
+def options_from(args: argparse.Namespace) -> ParallelTempOptions:
+    if not args.out.parent.is_dir():
+        raise LabError(f"--out {args.out}: parent directory {args.out.parent} does not exist")
+    if args.out.exists() and not args.out.is_dir():
+        raise LabError(f"--out {args.out} exists and is not a directory")
+    if args.pg_config is not None and not args.pg_config.is_file():
+        raise LabError(f"pg_config not found: {args.pg_config}")
+    if args.dsn is not None and args.checksums is not None:
+        raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
+    return ParallelTempOptions(
+        rows=args.rows or (opt.QUICK_ROWS if args.quick else opt.DEFAULT_ROWS),
+        workers=args.workers or opt.default_workers(),
+        repetitions=args.repetitions or (opt.QUICK_REPETITIONS if args.quick else opt.DEFAULT_REPETITIONS),
+        temp_buffers=args.temp_buffers,
+        out_dir=args.out,
+        pg_config=args.pg_config,
+        dsn=args.dsn,
+        checksums=args.checksums,
+        decision=args.decision,
+        quick=args.quick,
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    options = options_from(args)
+    # Imported here: matplotlib and numpy take a while, and option errors should not wait.
+    from pglab.experiments.parallel_temp.report import report
+    from pglab.experiments.parallel_temp.runner import run_parallel_temp
+
+    run = run_parallel_temp(options, Console(stderr=True))
+    report(run, Console())
+    return 0

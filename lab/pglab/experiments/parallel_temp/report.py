@@ -1,0 +1,255 @@
+"""Outputs of `pglab parallel-temp`: raw CSVs, results.json, summary.md, plots, console table."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from pglab.experiments.parallel_temp.runner import ParallelTempRun  # noqa: E402
+from pglab.experiments.parallel_temp.workload import QUERIES, Variant  # noqa: E402
+from pglab.jsonio import write_json  # noqa: E402
+from pglab.stats import summarize  # noqa: E402
+
+Key = tuple[int, str, int, str]  # rows, query, workers, variant
+PARALLEL_VARIANTS = [v for v in Variant if v is not Variant.SERIAL]
+SHORT_NAMES = {
+    Variant.PARALLEL_CLEAN: "ours clean",
+    Variant.PARALLEL_DIRTY: "ours +flush",
+    Variant.PARALLEL_PART_DIRTY: "ours +¼ flush",
+    Variant.UNLOGGED_PARALLEL: "unlogged",
+}
+
+
+def medians(run: ParallelTempRun) -> dict[Key, float]:
+    samples: dict[Key, list[float]] = defaultdict(list)
+    for t in run.timings:
+        samples[(t.rows, t.query, t.workers, t.variant)].append(t.ms)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def speedups(run: ParallelTempRun, med: dict[Key, float]) -> dict[Key, float]:
+    """serial median / variant median, both from the same workers loop of the same run."""
+    out: dict[Key, float] = {}
+    for (rows, query, workers, variant), value in med.items():
+        serial = med.get((rows, query, workers, str(Variant.SERIAL)))
+        if serial is not None and value > 0:
+            out[(rows, query, workers, variant)] = serial / value
+    return out
+
+
+def decision_rows(run: ParallelTempRun) -> list[dict[str, Any]]:
+    rows = []
+    for d in run.decisions:
+        serial = statistics.median(d.serial_ms)
+        parallel = statistics.median(d.parallel_ms)
+        best = min(serial, parallel)
+        chosen = parallel if d.planner_parallel else serial
+        rows.append({
+            "rows": d.rows, "pages": d.pages, "dirty_share": d.dirty_share, "query": d.query,
+            "dirty_pages": d.dirty_pages, "serial_ms": serial, "parallel_ms": parallel,
+            "faster": "parallel" if parallel < serial else "serial",
+            "planner": "parallel" if d.planner_parallel else "serial",
+            "regret_ms": chosen - best, "regret_pct": 100.0 * (chosen - best) / best if best else 0.0,
+        })
+    return rows
+
+
+def regret_totals(decisions: list[dict[str, Any]]) -> dict[str, float]:
+    if not decisions:
+        return {}
+    best = sum(min(d["serial_ms"], d["parallel_ms"]) for d in decisions)
+    regret = sum(d["regret_ms"] for d in decisions)
+    right = sum(1 for d in decisions if d["faster"] == d["planner"])
+    return {"cases": len(decisions), "right_choices": right, "total_regret_ms": regret,
+            "total_best_ms": best, "regret_pct_of_best": 100.0 * regret / best if best else 0.0,
+            "worst_regret_pct": max(d["regret_pct"] for d in decisions)}
+
+
+def mb(run: ParallelTempRun, rows: int) -> float:
+    return run.shapes[rows].bytes / 2**20
+
+
+def plot_speedups(run: ParallelTempRun, speed: dict[Key, float], path: Path) -> None:
+    workers = max(run.options.workers)
+    fig, axes = plt.subplots(1, len(QUERIES), figsize=(5 * len(QUERIES), 4), squeeze=False)
+    for ax, query in zip(axes[0], QUERIES):
+        for variant in PARALLEL_VARIANTS:
+            points = sorted((mb(run, r), speed[(r, query, workers, str(variant))])
+                            for r in run.options.rows if (r, query, workers, str(variant)) in speed)
+            if points:
+                ax.plot(*zip(*points), "o-", label=str(variant))
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("temp table size (MB)")
+        ax.set_ylabel(f"speedup over serial ({workers} workers)")
+        ax.set_title(query)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(f"Parallel Temp Seq Scan vs stock serial scan (temp_buffers={run.options.temp_buffers})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_scaling(run: ParallelTempRun, speed: dict[Key, float], path: Path) -> None:
+    rows = max(run.options.rows)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for query in QUERIES:
+        for variant in (Variant.PARALLEL_CLEAN, Variant.UNLOGGED_PARALLEL):
+            points = [(w, speed[(rows, query, w, str(variant))]) for w in run.options.workers
+                      if (rows, query, w, str(variant)) in speed]
+            if points:
+                style = "o-" if variant is Variant.PARALLEL_CLEAN else "s--"
+                ax.plot(*zip(*points), style, label=f"{query}, {variant}")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("speedup over serial")
+    ax.set_title(f"Scaling with workers, {mb(run, rows):.0f} MB table")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_decisions(decisions: list[dict[str, Any]], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(decisions)), 4.2))
+    labels = [f"{d['rows'] // 1000}k/{d['dirty_share']:.2f}/{d['query'][:5]}" for d in decisions]
+    ratio = [d["serial_ms"] / d["parallel_ms"] if d["parallel_ms"] else 0.0 for d in decisions]
+    colors = ["tab:green" if d["faster"] == d["planner"] else "tab:red" for d in decisions]
+    ax.bar(range(len(decisions)), ratio, color=colors)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xticks(range(len(decisions)), labels, rotation=70, fontsize="x-small")
+    ax.set_ylabel("serial ms / parallel ms")
+    ax.set_title("Decision grid (rows/dirty share/query): green = planner chose the faster plan")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        path.write_text("")
+        return
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def summary_markdown(run: ParallelTempRun, med: dict[Key, float], speed: dict[Key, float],
+                     decisions: list[dict[str, Any]]) -> str:
+    o = run.options
+    lines = [
+        "# Parallel Temp Seq Scan benchmark",
+        "",
+        f"Server: PostgreSQL {run.server.get('server_version')} (data checksums "
+        f"{run.server.get('data_checksums')}, jit off); temp_buffers={o.temp_buffers}; "
+        f"{o.repetitions} repetitions, median wall time per query (ms) measured by the client.",
+        f"Machine: {run.machine.get('cpu_model')}, {run.machine.get('cpu_cores_logical')} cores, "
+        f"{run.machine.get('memory_total_bytes', 0) / 2**30:.0f} GiB.",
+        "Speedup = serial median / variant median, both from the same loop of the same session.",
+        "",
+    ]
+    for query, template in QUERIES.items():
+        lines += [f"## {query}: `{template.format(t='t')}`", "",
+                  "| rows | MB | workers | serial ms | " + " | ".join(f"{v} ms (speedup)" for v in PARALLEL_VARIANTS) + " |",
+                  "|---:|---:|---:|---:|" + "---:|" * len(PARALLEL_VARIANTS)]
+        for rows in o.rows:
+            for w in o.workers:
+                serial = med.get((rows, query, w, str(Variant.SERIAL)))
+                if serial is None:
+                    continue
+                cells = []
+                for v in PARALLEL_VARIANTS:
+                    value = med.get((rows, query, w, str(v)))
+                    cells.append(f"{value:.1f} ({speed[(rows, query, w, str(v))]:.2f}x)" if value else "-")
+                lines.append(f"| {rows:,} | {mb(run, rows):.0f} | {w} | {serial:.1f} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if decisions:
+        totals = regret_totals(decisions)
+        lines += ["## Decision experiment (default costs choose; both plans timed)", "",
+                  f"Planner chose the faster plan in {totals['right_choices']} of {totals['cases']} cases; "
+                  f"total regret {totals['total_regret_ms']:.1f} ms = {totals['regret_pct_of_best']:.1f}% "
+                  f"of the best plans' time (worst case {totals['worst_regret_pct']:.1f}%).", "",
+                  "| rows | dirty share | dirty pages | query | serial ms | parallel ms | faster | planner | regret |",
+                  "|---:|---:|---:|---|---:|---:|---|---|---:|"]
+        for d in decisions:
+            lines.append(f"| {d['rows']:,} | {d['dirty_share']:.2f} | {d['dirty_pages']} | {d['query']} | "
+                         f"{d['serial_ms']:.1f} | {d['parallel_ms']:.1f} | {d['faster']} | {d['planner']} | "
+                         f"{d['regret_pct']:.1f}% |")
+        lines.append("")
+    missing = [p for p in run.plans if p.variant != str(Variant.SERIAL) and p.info["workers_launched"] == 0]
+    if missing:
+        lines += ["Note: some parallel runs launched no worker (see plans.csv)."]
+    return "\n".join(lines) + "\n"
+
+
+def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
+    out = run.options.out_dir
+    out.mkdir(exist_ok=True)
+    med = medians(run)
+    speed = speedups(run, med)
+    decisions = decision_rows(run)
+    write_csv(out / "raw.csv", [asdict(t) for t in run.timings])
+    write_csv(out / "plans.csv", [{"rows": p.rows, "query": p.query, "variant": p.variant,
+                                   "workers": p.workers, **p.info} for p in run.plans])
+    write_csv(out / "decisions.csv", decisions)
+    plot_speedups(run, speed, out / "speedup_vs_size.png")
+    plot_scaling(run, speed, out / "speedup_vs_workers.png")
+    if decisions:
+        plot_decisions(decisions, out / "decisions.png")
+    results = {
+        "options": asdict(run.options),
+        "server": run.server,
+        "machine": run.machine,
+        "started": run.started,
+        "wall_s": run.wall_s,
+        "tables": {rows: asdict(shape) for rows, shape in run.shapes.items()},
+        "medians_ms": [{"rows": k[0], "query": k[1], "workers": k[2], "variant": k[3], "ms": v,
+                        "spread": asdict(summarize([t.ms for t in run.timings
+                                                    if (t.rows, t.query, t.workers, t.variant) == k]))}
+                       for k, v in sorted(med.items())],
+        "speedups": [{"rows": k[0], "query": k[1], "workers": k[2], "variant": k[3], "speedup": v}
+                     for k, v in sorted(speed.items())],
+        "decisions": decisions,
+        "regret": regret_totals(decisions),
+    }
+    write_json(out / "results.json", results)
+    (out / "summary.md").write_text(summary_markdown(run, med, speed, decisions))
+
+    workers = max(run.options.workers)
+    table = Table(title=f"Speedup over the stock serial scan, {workers} workers (median of "
+                        f"{run.options.repetitions}; PostgreSQL {run.server.get('server_version')})")
+    table.add_column("query")
+    table.add_column("rows", justify="right")
+    table.add_column("serial ms", justify="right")
+    for v in PARALLEL_VARIANTS:
+        table.add_column(SHORT_NAMES[v], justify="right")
+    for query in QUERIES:
+        for rows in run.options.rows:
+            serial = med.get((rows, query, workers, str(Variant.SERIAL)))
+            if serial is None:
+                continue
+            table.add_row(query, f"{rows:,}", f"{serial:.1f}",
+                          *[f"{speed.get((rows, query, workers, str(v)), float('nan')):.2f}x"
+                            for v in PARALLEL_VARIANTS])
+    console.print(table)
+    if decisions:
+        totals = regret_totals(decisions)
+        console.print(f"Decision experiment: planner chose the faster plan in {totals['right_choices']}/"
+                      f"{totals['cases']} cases; regret {totals['total_regret_ms']:.1f} ms = "
+                      f"{totals['regret_pct_of_best']:.1f}% of the best plans' total time "
+                      f"(worst case {totals['worst_regret_pct']:.1f}%).")
+    console.print(f"Results in {out}/ (summary.md, results.json, raw.csv, plans.csv, decisions.csv, plots)")
+    return results

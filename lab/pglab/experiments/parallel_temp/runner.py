@@ -1,0 +1,197 @@
+"""Running `pglab parallel-temp`: the benchmark grid and the decision grid."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pglab.errors import LabError
+from pglab.experiments.parallel_temp.options import DEFAULT_DIRTY_SHARES, ParallelTempOptions
+from pglab.experiments.parallel_temp.workload import (
+    DEFAULT_COSTS,
+    FORCE_PARALLEL,
+    QUERIES,
+    TableShape,
+    Variant,
+    chosen_plan_is_parallel,
+    create_tables,
+    drop_tables,
+    make_dirty,
+    plan_summary,
+    prepare_variant,
+    set_workers,
+)
+from pglab.machine import machine_info
+from pglab.server import TargetServer, open_target
+
+EXTENSION = "pg_tempbuf"
+
+
+@dataclass
+class Timing:
+    rows: int
+    pages: int
+    query: str
+    variant: str
+    workers: int
+    repetition: int
+    ms: float
+    dirty_pages: int
+
+
+@dataclass
+class PlanCheck:
+    rows: int
+    query: str
+    variant: str
+    workers: int
+    info: dict[str, Any]
+
+
+@dataclass
+class Decision:
+    rows: int
+    pages: int
+    dirty_share: float
+    query: str
+    dirty_pages: int
+    planner_parallel: bool
+    serial_ms: list[float]
+    parallel_ms: list[float]
+
+
+@dataclass
+class ParallelTempRun:
+    options: ParallelTempOptions
+    timings: list[Timing] = field(default_factory=list)
+    plans: list[PlanCheck] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    shapes: dict[int, TableShape] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    started: str = ""
+    wall_s: float = 0.0
+
+
+def digest(rows: list[tuple[Any, ...]]) -> str:
+    return hashlib.sha256(repr(sorted(rows, key=repr)).encode()).hexdigest()
+
+
+def timed(conn: psycopg.Connection[Any], sql: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    rows = conn.execute(sql).fetchall()
+    return (time.perf_counter() - start) * 1000.0, digest(rows)
+
+
+def server_facts(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    names = ("server_version", "data_checksums", "block_size", "max_worker_processes",
+             "max_parallel_workers", "jit", "shared_preload_libraries")
+    return {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}  # type: ignore[index]
+
+
+def session(target: TargetServer, options: ParallelTempOptions) -> psycopg.Connection[Any]:
+    conn = target.connect(options=f"-c temp_buffers={options.temp_buffers}")
+    conn.execute("SET jit = off")
+    conn.execute("SET client_min_messages = warning")
+    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
+    conn.execute(f"LOAD '{EXTENSION}'")  # no-op when preloaded; makes --dsn servers work too
+    return conn
+
+
+def run_benchmark(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: TableShape,
+                  progress: Progress, task: Any) -> None:
+    options = run.options
+    for name, template in QUERIES.items():
+        reference: str | None = None
+        for workers in options.workers:
+            set_workers(conn, workers)
+            for repetition in range(options.repetitions):
+                # Variants interleaved, so that drifting machine load hits them alike.
+                for variant in Variant:
+                    table, dirty = prepare_variant(conn, variant, shape.pages)
+                    ms, result = timed(conn, template.format(t=table))
+                    if reference is None:
+                        reference = result
+                    elif result != reference:
+                        raise LabError(f"{variant} returned other rows than serial for {name!r} "
+                                       f"at {shape.rows} rows: this is a bug, please report it")
+                    run.timings.append(Timing(shape.rows, shape.pages, name, str(variant), workers,
+                                              repetition, ms, dirty))
+                    progress.advance(task)
+            for variant in Variant:
+                table, _ = prepare_variant(conn, variant, shape.pages)
+                run.plans.append(PlanCheck(shape.rows, name, str(variant), workers,
+                                           plan_summary(conn, template.format(t=table))))
+
+
+def run_decisions(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: TableShape,
+                  progress: Progress, task: Any) -> None:
+    """Both plans timed from the same table state; the planner asked with default costs."""
+    conn.execute("RESET max_parallel_workers_per_gather")
+    conn.execute("ALTER TABLE bench_t RESET (parallel_workers)")
+    for share in DEFAULT_DIRTY_SHARES:
+        for name, template in QUERIES.items():
+            sql = template.format(t="bench_t")
+            for statement in DEFAULT_COSTS:
+                conn.execute(statement)
+            conn.execute("SET pg_tempbuf.parallel_scan = on")
+            dirty = make_dirty(conn, share, shape.pages)
+            chosen = chosen_plan_is_parallel(conn, sql)
+            serial: list[float] = []
+            parallel: list[float] = []
+            for _ in range(run.options.repetitions):
+                for statement in FORCE_PARALLEL:
+                    conn.execute(statement)
+                conn.execute("SET pg_tempbuf.parallel_scan = off")
+                make_dirty(conn, share, shape.pages)
+                serial.append(timed(conn, sql)[0])
+                conn.execute("SET pg_tempbuf.parallel_scan = on")
+                make_dirty(conn, share, shape.pages)
+                parallel.append(timed(conn, sql)[0])
+                progress.advance(task)
+            run.decisions.append(Decision(shape.rows, shape.pages, share, name, dirty, chosen,
+                                          serial, parallel))
+
+
+def run_parallel_temp(options: ParallelTempOptions, console: Console) -> ParallelTempRun:
+    run = ParallelTempRun(options=options, machine=machine_info(),
+                          started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    cores = max(options.workers)
+    settings = {
+        "shared_preload_libraries": EXTENSION,
+        "max_worker_processes": str(max(8, cores + 2)),
+        "max_parallel_workers": str(max(8, cores)),
+    }
+    start = time.perf_counter()
+    bench_steps = len(options.rows) * len(QUERIES) * len(options.workers) * options.repetitions * len(Variant)
+    decision_steps = (len(options.rows) * len(DEFAULT_DIRTY_SHARES) * len(QUERIES) * options.repetitions
+                      if options.decision else 0)
+    with open_target(options.pg_config, options.dsn, options.checksums,
+                     require_extension=EXTENSION, settings=settings) as target, Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=False,
+    ) as progress:
+        bench = progress.add_task("benchmark", total=bench_steps)
+        decide = progress.add_task("decision", total=decision_steps) if options.decision else None
+        for rows in options.rows:
+            with session(target, options) as conn:
+                if not run.server:
+                    run.server = server_facts(conn)
+                progress.update(bench, description=f"benchmark: loading {rows:,} rows")
+                shape = create_tables(conn, rows)
+                run.shapes[rows] = shape
+                progress.update(bench, description=f"benchmark: {rows:,} rows")
+                run_benchmark(conn, run, shape, progress, bench)
+                if decide is not None:
+                    progress.update(decide, description=f"decision: {rows:,} rows")
+                    run_decisions(conn, run, shape, progress, decide)
+                drop_tables(conn)
+    run.wall_s = time.perf_counter() - start
+    return run
