@@ -31,6 +31,7 @@ from rich.console import Console
 from pglab import __version__
 from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
+from pglab.experiments import buffered_plan
 from pglab.experiments.flush_cost import options as flush_options
 from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 
@@ -134,6 +135,7 @@ def build_parser() -> LabArgumentParser:
     flush.add_argument("--checksums", action=argparse.BooleanOptionalAction, default=None,
                        help="data checksums of the throwaway cluster (default: initdb's default: "
                             "on for PostgreSQL 18, off before)")
+    buffered_plan.add_parser(commands)
     return parser
 
 
@@ -210,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "cluster-exec":
             return command_cluster_exec(args)
+        if args.command == "buffered-plan":
+            return buffered_plan.command(args)
         return command_flush_cost(args)
     except LabError as exc:
         print(f"pglab {args.command}: error: {exc}", file=sys.stderr)
