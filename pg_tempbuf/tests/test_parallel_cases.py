@@ -1,0 +1,131 @@
+"""Targeted cases of the parallel temp scan: each compares the parallel result with the serial one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from conftest import force_parallel, plan_text
+from pglab.cluster import Cluster
+
+QUERY = "SELECT count(*), sum(x), count(DISTINCT s) FROM t"
+
+
+def both_ways(conn: psycopg.Connection[Any], sql: str = QUERY) -> tuple[Any, Any]:
+    """(parallel result, serial result); asserts the parallel plan was really used."""
+    conn.execute("SET pg_tempbuf.parallel_scan = on")
+    assert "Temp Seq Scan" in plan_text(conn, sql), plan_text(conn, sql)
+    parallel = conn.execute(sql).fetchall()
+    conn.execute("SET pg_tempbuf.parallel_scan = off")
+    serial = conn.execute(sql).fetchall()
+    conn.execute("SET pg_tempbuf.parallel_scan = on")
+    return parallel, serial
+
+
+def fill(conn: psycopg.Connection[Any], rows: int = 20000, start: int = 1) -> None:
+    conn.execute(
+        "INSERT INTO t SELECT g, md5(g::text) FROM generate_series(%s::int, %s::int) g",
+        (start, start + rows - 1),
+    )
+
+
+def test_temp_tablespace(preloaded_cluster: Cluster, session: psycopg.Connection[Any]) -> None:
+    """The workers find the leader's file in a temp_tablespaces location too."""
+    location = Path(tempfile.mkdtemp(prefix="pgtb-tblspc-"))
+    user = preloaded_cluster.os_user
+    os.chown(location, user.uid, user.gid)
+    force_parallel(session)
+    session.execute(f"CREATE TABLESPACE pgtb_temp LOCATION '{location}'")
+    try:
+        session.execute("SET temp_tablespaces = pgtb_temp")
+        session.execute("CREATE TEMP TABLE t (x int, s text)")
+        fill(session)
+        row = session.execute(
+            "SELECT spcname FROM pg_class c JOIN pg_tablespace s ON s.oid = c.reltablespace "
+            "WHERE c.oid = 't'::regclass").fetchone()
+        assert row == ("pgtb_temp",)
+        parallel, serial = both_ways(session)
+        assert parallel == serial
+        session.execute("DROP TABLE t")
+    finally:
+        session.execute("DROP TABLESPACE IF EXISTS pgtb_temp")
+
+
+def test_on_commit_delete_rows(session: psycopg.Connection[Any]) -> None:
+    force_parallel(session)
+    session.execute("CREATE TEMP TABLE t (x int, s text) ON COMMIT DELETE ROWS")
+    session.execute("BEGIN")
+    fill(session)
+    parallel, serial = both_ways(session)
+    assert parallel == serial and parallel[0][0] == 20000
+    session.execute("COMMIT")
+    parallel, serial = both_ways(session)
+    assert parallel == serial and parallel[0][0] == 0
+
+
+def test_truncate_in_the_same_transaction(session: psycopg.Connection[Any]) -> None:
+    force_parallel(session)
+    session.execute("CREATE TEMP TABLE t (x int, s text)")
+    fill(session)
+    session.execute("BEGIN")
+    session.execute("TRUNCATE t")
+    fill(session, rows=5000, start=100000)
+    parallel, serial = both_ways(session)
+    assert parallel == serial and parallel[0][0] == 5000
+    session.execute("ROLLBACK")
+    parallel, serial = both_ways(session)
+    assert parallel == serial and parallel[0][0] == 20000
+
+
+def test_table_created_in_an_open_subtransaction(session: psycopg.Connection[Any]) -> None:
+    force_parallel(session)
+    session.execute("BEGIN")
+    session.execute("SAVEPOINT a")
+    session.execute("CREATE TEMP TABLE t (x int, s text)")
+    fill(session)
+    session.execute("SAVEPOINT b")
+    session.execute("UPDATE t SET x = -x WHERE x % 3 = 0")
+    session.execute("DELETE FROM t WHERE x % 5 = 0")
+    parallel, serial = both_ways(session)
+    assert parallel == serial
+    session.execute("ROLLBACK TO SAVEPOINT b")
+    parallel, serial = both_ways(session)
+    assert parallel == serial and parallel[0][0] == 20000
+    session.execute("ROLLBACK")
+
+
+def test_cursor_gets_no_parallel_plan_and_right_rows(session: psycopg.Connection[Any]) -> None:
+    force_parallel(session)
+    session.execute("CREATE TEMP TABLE t (x int, s text)")
+    fill(session)
+    session.execute("BEGIN")
+    session.execute("DECLARE c CURSOR FOR SELECT x FROM t ORDER BY x")
+    first = session.execute("FETCH 3 FROM c").fetchall()
+    assert first == [(1,), (2,), (3,)]
+    session.execute("COMMIT")
+
+
+def test_leader_does_not_participate(session: psycopg.Connection[Any]) -> None:
+    force_parallel(session)
+    session.execute("SET parallel_leader_participation = off")
+    session.execute("CREATE TEMP TABLE t (x int, s text)")
+    fill(session)
+    session.execute("UPDATE t SET s = NULL WHERE x % 7 = 0")
+    parallel, serial = both_ways(session)
+    assert parallel == serial
+
+
+def test_temp_buffers_smaller_than_table(preloaded_cluster: Cluster) -> None:
+    """Pages the leader evicted are on disk already; those still dirty are flushed."""
+    with preloaded_cluster.connect(options="-c temp_buffers=800kB") as conn:
+        force_parallel(conn)
+        conn.execute("CREATE TEMP TABLE t (x int, s text)")
+        fill(conn, rows=60000)
+        conn.execute("UPDATE t SET x = x + 1 WHERE x % 11 = 0")
+        assert conn.execute("SELECT pg_local_buffer_pool_size()").fetchone() == (100,)
+        parallel, serial = both_ways(conn)
+        assert parallel == serial
