@@ -46,6 +46,27 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def current_setting(conn: psycopg.Connection[Any], name: str) -> str | None:
+    """SHOW name, or None when the server has no such setting."""
+    row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def server_facts(conn: psycopg.Connection[Any], extra_settings: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Version, block size, checksums and fsync of the server, plus the given settings."""
+    version_row = conn.execute("SELECT version()").fetchone()
+    facts: dict[str, Any] = {
+        "version": current_setting(conn, "server_version"),
+        "version_full": version_row[0] if version_row else None,
+        "version_num": int(current_setting(conn, "server_version_num") or 0),
+        "block_size": int(current_setting(conn, "block_size") or 8192),
+        "data_checksums": current_setting(conn, "data_checksums"),
+        "fsync": current_setting(conn, "fsync"),
+    }
+    facts.update({name: current_setting(conn, name) for name in extra_settings})
+    return facts
+
+
 def _existing_server(dsn: str) -> TargetServer:
     target = TargetServer(conninfo=dsn, description=f"server at dsn {dsn!r}")
     with target.connect() as conn:

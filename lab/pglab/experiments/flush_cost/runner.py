@@ -35,6 +35,7 @@ from pglab.jsonio import write_json
 from pglab.machine import available_memory_bytes, filesystem_of, free_disk_bytes, machine_info
 from pglab.rawio import can_drop_page_cache, drop_page_cache, measure_raw_io
 from pglab.server import TargetServer, first_line, open_target
+from pglab.server import server_facts as shared_server_facts
 from pglab.tablespace import Tablespace, scratch_tablespace
 
 EXTENSION = "pg_tempbuf"
@@ -121,20 +122,7 @@ def drop_extension(conn: psycopg.Connection[Any]) -> None:
 
 
 def server_facts(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-    def setting(name: str) -> str | None:
-        row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
-        return None if row is None or row[0] is None else str(row[0])
-
-    facts: dict[str, Any] = {
-        "version": setting("server_version"),
-        "version_full": conn.execute("SELECT version()").fetchone()[0],  # type: ignore[index]
-        "version_num": int(setting("server_version_num") or 0),
-        "block_size": int(setting("block_size") or 8192),
-        "data_checksums": setting("data_checksums"),
-        "fsync": setting("fsync"),
-    }
-    facts.update({name: setting(name) for name in EXTENSION_SETTINGS})
-    return facts
+    return shared_server_facts(conn, EXTENSION_SETTINGS)
 
 
 def run_flush_cost(options: FlushCostOptions, console: Console) -> FlushCostRun:
