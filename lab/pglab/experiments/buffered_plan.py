@@ -231,7 +231,12 @@ def run_experiment(options: Options, console: Console) -> Run:
                         run.timings.append({"query": name, "placement": config[0], "batch_size": config[1],
                                             "round": round_no, "ms": ms})
         with console.status("counters"):
-            measure_counters(options, run, cluster)
+            try:
+                measure_counters(options, run, cluster)
+            except LabError as exc:
+                # Keep the timings: report what failed instead of losing the run.
+                console.log(f"counters failed: {exc}")
+                run.counter_tool += f" -- FAILED: {str(exc).splitlines()[0]}"
     return run
 
 
