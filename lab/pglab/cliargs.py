@@ -1,0 +1,86 @@
+"""Argument types and checks shared by pglab's commands (one-line errors, no tracebacks)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from pglab.errors import LabError
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def positive_int_list(text: str) -> tuple[int, ...]:
+    """'1,2, 8' -> (1, 2, 8), sorted and without duplicates."""
+    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
+    if not parts:
+        raise argparse.ArgumentTypeError("empty list")
+    values = set()
+    for part in parts:
+        try:
+            values.add(positive_int(part))
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{part!r} in {text!r} is not a positive integer") from None
+    return tuple(sorted(values))
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    """'a,b , c' -> ('a', 'b', 'c') in the given order, without duplicates."""
+    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
+    if not parts:
+        raise argparse.ArgumentTypeError("empty list")
+    return tuple(dict.fromkeys(parts))
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """--pg-config P | --dsn DSN, as every experiment takes them."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--pg-config", type=Path,
+                        help=f"run a throwaway cluster of this installation{what} "
+                             "(default: $PG_CONFIG, else the wheel's PostgreSQL 18)")
+    target.add_argument("--dsn", help="use this existing server instead (libpq connection string; superuser)")
+
+
+def check_out_dir(out: Path | None) -> None:
+    """--out must be a directory or creatable in an existing parent."""
+    if out is None:
+        return
+    if not out.parent.is_dir():
+        raise LabError(f"--out {out}: parent directory {out.parent} does not exist")
+    if out.exists() and not out.is_dir():
+        raise LabError(f"--out {out} exists and is not a directory")
+
+
+def check_pg_config(pg_config: Path | None) -> None:
+    if pg_config is not None and not pg_config.is_file():
+        raise LabError(f"pg_config not found: {pg_config}")
+
+
+def default_out_dir(experiment: str, postgresql_major: int | None, results_root: Path = Path("results")) -> Path:
+    """results/<experiment>-pg<major>: runs on PostgreSQL 15 and 18 keep separate outputs,
+    and `pglab report` shows the latest of each side by side."""
+    suffix = f"-pg{postgresql_major}" if postgresql_major else ""
+    return results_root / f"{experiment}{suffix}"
+
+
+def prepare_out_dir(out: Path, defaulted: bool) -> Path:
+    """Create the output directory (and, for the default one, its parents)."""
+    try:
+        out.mkdir(parents=defaulted, exist_ok=True)
+    except OSError as exc:
+        raise LabError(f"cannot create output directory {out}: {exc.strerror}") from exc
+    return out
+
+
+def describe_choices(values: Any) -> str:
+    return ", ".join(str(v) for v in values)
