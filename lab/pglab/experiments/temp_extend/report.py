@@ -1,0 +1,251 @@
+"""Tables, plots, summary.md and section.json of a temp-extend run."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+
+from pglab import report_section as rs
+from pglab.experiments.temp_extend import article, iostats
+from pglab.experiments.temp_extend.options import DISK, NAME, TEMP_BUFFER_MODES, TMPFS
+from pglab.experiments.temp_extend.runner import CtasRun, TempExtendResult
+from pglab.stats import summarize
+
+TITLE = "Temporary-table extends and tmpfs tablespaces"
+MB = 2**20
+
+
+@dataclass
+class CellSummary:
+    """The timed runs of one (size, temp_buffers, tablespace) cell, and how its I/O was counted."""
+
+    size: str
+    mode: str
+    tablespace: str
+    temp_buffers_blocks: int
+    n: int
+    elapsed_median_ms: float
+    elapsed_min_ms: float
+    elapsed_max_ms: float
+    elapsed_cv: float | None
+    table_blocks: int
+    file_mb: float
+    allocated_mb: float | None
+    extends: float | None
+    extend_mb: float | None
+    extend_ms: float | None
+    writes: float | None
+    write_mb: float | None
+    write_ms: float | None
+    local_written: float | None  # pg_stat_statements local_blks_written (extended blocks count too)
+    counted_by: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.size}, temp_buffers {self.mode} ({_kb(self.temp_buffers_blocks)}), {self.tablespace}"
+
+    def csv_row(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _kb(blocks: int, block_size: int = 8192) -> str:
+    kib = blocks * block_size // 1024
+    return f"{kib // 1024} MB" if kib >= 10 * 1024 else f"{kib} kB"
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarize_cells(result: TempExtendResult) -> list[CellSummary]:
+    cells = []
+    sizes = list(dict.fromkeys(r.size for r in result.runs))
+    for size in sizes:
+        for mode in TEMP_BUFFER_MODES:
+            for tablespace in result.tablespaces:
+                key = (size, mode, tablespace)
+                own = [r for r in result.runs if (r.size, r.temp_buffers_mode, r.tablespace) == key]
+                timed = [r for r in own if not r.traced]
+                traced = [r for r in own if r.traced]
+                if timed:
+                    cells.append(_cell(result, timed, traced[0] if traced else None))
+    return cells
+
+
+def _cell(result: TempExtendResult, timed: list[CtasRun], traced: CtasRun | None) -> CellSummary:
+    first = timed[0]
+    elapsed = summarize([r.elapsed_ms for r in timed])
+    table_blocks = int(statistics.median(r.table_blocks for r in timed))
+    local_written = _median([r.statement.get("local_blks_written") if r.statement else None for r in timed])
+    extends = extend_mb = extend_ms = writes = write_mb = write_ms = None
+    if result.io_source:
+        def io(key: str) -> float | None:
+            return _median([r.io.get(key) if r.io else None for r in timed])
+        extends, writes = io("extends"), io("writes")
+        extend_ms, write_ms = io("extend_time"), io("write_time")
+        eb, wb = io("extend_bytes"), io("write_bytes")
+        extend_mb = eb / MB if eb is not None else None
+        write_mb = wb / MB if wb is not None else None
+        counted_by = result.io_source + " (median)"
+    elif traced is not None and traced.traced_counts is not None:
+        t = traced.traced_counts
+        extends, extend_ms = float(t.extends), t.extend_ns / 1e6
+        writes, write_ms = float(t.writes), t.write_ns / 1e6
+        block = traced.file_bytes / traced.table_blocks if traced.table_blocks else 8192
+        extend_mb, write_mb = extends * block / MB, writes * block / MB
+        counted_by = "bpftrace USDT (1 traced run)"
+    else:
+        # PostgreSQL <= 15 extends a temp table one block per mdextend: the file's growth in blocks.
+        extends = float(table_blocks)
+        extend_mb = extends * first.file_bytes / max(first.table_blocks, 1) / MB
+        writes = local_written - table_blocks if local_written is not None else None
+        write_mb = writes * 8192 / MB if writes is not None else None
+        counted_by = "file growth; writes = local written - extends" if writes is not None else "file growth"
+    allocated = _median([float(r.file_allocated_bytes) if r.file_allocated_bytes is not None else None
+                         for r in timed])
+    return CellSummary(
+        size=first.size, mode=first.temp_buffers_mode, tablespace=first.tablespace,
+        temp_buffers_blocks=first.temp_buffers_blocks, n=len(timed),
+        elapsed_median_ms=elapsed.median, elapsed_min_ms=min(r.elapsed_ms for r in timed),
+        elapsed_max_ms=max(r.elapsed_ms for r in timed),
+        elapsed_cv=elapsed.cv if elapsed.n > 1 else None,
+        table_blocks=table_blocks, file_mb=statistics.median(r.file_bytes for r in timed) / MB,
+        allocated_mb=allocated / MB if allocated is not None else None,
+        extends=extends, extend_mb=extend_mb, extend_ms=extend_ms,
+        writes=writes, write_mb=write_mb, write_ms=write_ms,
+        local_written=local_written, counted_by=counted_by,
+    )
+
+
+OURS_COLUMNS = ["source", "temp_buffers", "tablespace", "n", "elapsed ms", "extends", "extend ms", "writes",
+                "write ms", "local blks written", "file MB", "allocated MB"]
+
+
+def ours_table(result: TempExtendResult, cells: list[CellSummary]) -> rs.Table:
+    rows: list[list[rs.Cell]] = [
+        [c.size, f"{c.mode} ({_kb(c.temp_buffers_blocks)})", c.tablespace, c.n, c.elapsed_median_ms,
+         c.extends, c.extend_ms, c.writes, c.write_ms, c.local_written, c.file_mb, c.allocated_mb]
+        for c in cells
+    ]
+    counted_by = "; ".join(dict.fromkeys(c.counted_by for c in cells))
+    return rs.Table(OURS_COLUMNS, rows, caption=(
+        f"Ours ({server_label(result)}): median over the timed runs; elapsed = wall time of the CTAS "
+        f"statement seen by the client; extends and writes (temp relation): {counted_by}."))
+
+
+def ratio_table(cells: list[CellSummary]) -> rs.Table:
+    """disk / tmpfs per size and temp_buffers, beside the article's ratios."""
+    theirs = article.disk_to_tmpfs()
+    rows: list[list[rs.Cell]] = [
+        ["article: 9MB, temp_buffers 100 MB", None, theirs["9MB extend time"]],
+        ["article: 1M rows (~2 GB)", theirs["1M rows elapsed"], None],
+    ]
+    by_key = {(c.size, c.mode, c.tablespace): c for c in cells}
+    for c in cells:
+        if c.tablespace != DISK or (c.size, c.mode, TMPFS) not in by_key:
+            continue
+        t = by_key[(c.size, c.mode, TMPFS)]
+        extend_ratio = c.extend_ms / t.extend_ms if c.extend_ms and t.extend_ms else None
+        rows.append([f"ours: {c.size}, temp_buffers {c.mode} ({_kb(c.temp_buffers_blocks)})",
+                     c.elapsed_median_ms / t.elapsed_median_ms if t.elapsed_median_ms else None, extend_ratio])
+    return rs.Table(["case", "elapsed disk / tmpfs", "extend time disk / tmpfs"], rows,
+                    caption="How much faster tmpfs is: disk / tmpfs (article: 50.9 / 6.0 ms and 15.6 / 2.4 s)")
+
+
+def server_label(result: TempExtendResult) -> str:
+    return f"PostgreSQL {result.server.get('version') or '?'}"
+
+
+def notes(result: TempExtendResult) -> list[str]:
+    fs = (result.environment.get("disk") or {}).get("filesystem") or {}
+    tmpfs = result.environment.get("tmpfs") or {}
+    lines = [
+        f"disk = the default tablespace in {fs.get('path', 'the data directory')} "
+        f"({fs.get('fstype', '?')} on {fs.get('device', '?')}); tmpfs = a scratch tablespace in "
+        f"{tmpfs.get('dir', '(none)')}, dropped after the run. Temp files are never fsynced, so 'disk' "
+        "writes mostly land in the OS page cache.",
+        "temp_buffers: fits = 125% of the table + 128 blocks; small = "
+        f"{result.options.small_temp_buffers} blocks (the article's 800 kB).",
+        "I/O counters: " + {
+            iostats.BACKEND_IO: "pg_stat_get_backend_io(pid) of the CTAS session, track_io_timing on.",
+            iostats.STAT_IO: "pg_stat_io, client backends (only this session on a throwaway cluster).",
+        }.get(result.io_source or "", "this server has no pg_stat_io (PostgreSQL 15 or older)."),
+        f"bpftrace: {result.trace_note}.",
+        "pg_stat_statements: " + (
+            "local_blks_written of the CTAS (it counts every extended block as written, plus the evictions "
+            "of dirty buffers)." if result.statement_stats == "pg_stat_statements"
+            else f"not used: {result.statement_stats}."),
+        "Our 1M-row source has 100-byte rows (~135 MB); the article's had ~2 GB. "
+        "`--sizes 1Mx1900` builds a ~2 GB one. The article's 1M-row times include psql's start-up.",
+    ]
+    lines += [f"size {s} dropped: {why}" for s, why in result.dropped]
+    lines += result.notes
+    return lines
+
+
+def write_outputs(result: TempExtendResult) -> tuple[list[CellSummary], list[str]]:
+    from pglab.experiments.temp_extend.plots import plot_elapsed, plot_io  # matplotlib is slow to import
+
+    out = result.out_dir
+    assert out is not None
+    cells = summarize_cells(result)
+    with open(out / "cells.csv", "w", newline="", encoding="utf-8") as file:
+        writer = csv.DictWriter(file, fieldnames=list(CellSummary.__dataclass_fields__))
+        writer.writeheader()
+        for c in cells:
+            writer.writerow({k: "" if v is None else v for k, v in c.csv_row().items()})
+    plots = ["elapsed.png", "io.png"]
+    plot_elapsed(cells, out / plots[0], server_label(result))
+    plot_io(cells, out / plots[1], server_label(result))
+    ours, ratios = ours_table(result, cells), ratio_table(cells)
+    all_notes = notes(result)
+    (out / "summary.md").write_text(summary_markdown(result, ours, ratios, all_notes), encoding="utf-8")
+    rs.write_section(out, rs.Section(
+        experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=[ratios],
+        machine=result.machine,
+        versions=rs.postgres_versions(str(result.server.get("version")), result.version_num,
+                                      postgresql_full=result.server.get("version_full")),
+        command=result.command, plots=plots, raw_data=["raw.csv", "cells.csv", "meta.json"],
+        notes=all_notes, generated=result.finished or rs.utc_timestamp(),
+    ))
+    return cells, all_notes
+
+
+def summary_markdown(result: TempExtendResult, ours: rs.Table, ratios: rs.Table, all_notes: list[str]) -> str:
+    m = result.machine
+    lines = [
+        f"# {TITLE}",
+        "",
+        f"- server: {result.server.get('version_full')} ({result.server.get('target')})",
+        f"- machine: {m.get('cpu_model')}, {m.get('cpu_cores_logical')} logical cores, "
+        f"{m.get('memory_total_bytes', 0) / 2**30:.1f} GiB memory, kernel {m.get('kernel')}",
+        f"- measured {result.started} .. {result.finished}; rerun: `{result.command}`",
+        "",
+        "## The article", "", article.table().markdown(), "",
+        "## Ours", "", ours.markdown(), "",
+        "## disk / tmpfs", "", ratios.markdown(), "",
+        "## Notes", "",
+        *[f"- {n}" for n in all_notes],
+        "",
+        "Plots: elapsed.png, io.png; data: raw.csv (every run), cells.csv (the table above), meta.json.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def report(result: TempExtendResult, console: Console) -> None:
+    cells, all_notes = write_outputs(result)
+    console.print(article.table().rich(title="The article (PostgreSQL 10, SystemTap)"))
+    ours = ours_table(result, cells)
+    console.print(ours.rich(title=f"Ours ({server_label(result)}), median ms"))
+    console.print(ours.caption, markup=False, highlight=False)
+    console.print(ratio_table(cells).rich(title="disk / tmpfs"))
+    for note in all_notes:
+        console.print(f"- {note}", markup=False, highlight=False)
+    console.print(f"\nresults in {result.out_dir}/ (raw.csv, cells.csv, summary.md, meta.json, section.json, *.png)")
+
+
