@@ -1,0 +1,184 @@
+"""Tables, plots, summary.md and section.json of a sequence-cache run."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from pglab import report_section as rs
+from pglab.experiments.sequence_cache import analysis, article
+from pglab.experiments.sequence_cache.options import ARTICLE_BULK_CALLS, NAME, Kind
+from pglab.experiments.sequence_cache.runner import PerfPoint, SequenceCacheResult
+
+TITLE = "Sequence CACHE under concurrency"
+
+
+@dataclass
+class VariantSummary:
+    variant: str
+    kind: str
+    calls_per_transaction: int
+    tps_by_clients: dict[int, float]
+    scaling: analysis.Scaling
+    perf: PerfPoint | None  # at the largest client count perf ran for
+
+    @property
+    def peak_nextval_per_s(self) -> float:
+        return self.scaling.peak * self.calls_per_transaction
+
+
+def summarize(result: SequenceCacheResult) -> list[VariantSummary]:
+    summaries = []
+    for kind in result.options.kinds:
+        for variant in result.variants:
+            points = [p for p in result.points if p.variant == variant.name and p.kind == str(kind)]
+            if not points:
+                continue
+            tps = {p.clients: p.tps for p in points}
+            perfs = [q for q in result.perf_points if q.variant == variant.name and q.kind == str(kind)]
+            summaries.append(VariantSummary(
+                variant=variant.name, kind=str(kind), calls_per_transaction=points[0].calls_per_transaction,
+                tps_by_clients=tps, scaling=analysis.scaling(tps),
+                perf=max(perfs, key=lambda q: q.clients) if perfs else None,
+            ))
+    return summaries
+
+
+OURS_COLUMNS = ["sequence", "transaction", "peak nextval/s", "peak TPS", "at clients", "scaling stops at",
+                "linear up to", "linear up to / cores", "perf at clients", "spinlock %", "LWLock %"]
+
+
+def ours_table(result: SequenceCacheResult, summaries: list[VariantSummary]) -> rs.Table:
+    cores = result.options.cores
+    rows: list[list[rs.Cell]] = []
+    for s in summaries:
+        q = s.perf
+        rows.append([
+            s.variant, s.kind, s.peak_nextval_per_s, s.scaling.peak, s.scaling.peak_clients, s.scaling.stops_at,
+            s.scaling.linear_up_to, s.scaling.linear_up_to / cores,
+            q.clients if q else None, _percent(q.spinlock_share) if q else None,
+            _percent(q.lwlock_share) if q else None,
+        ])
+    return rs.Table(OURS_COLUMNS, rows, caption=(
+        f"Ours ({server_label(result)}, {cores} cores, pgbench on the same machine, {result.options.duration_s} s "
+        f"per point, bulk = {result.options.bulk_calls:,} nextval calls per transaction): scaling stops at the "
+        f"smallest client count no larger count beats by more than {analysis.SCALING_GAIN - 1:.0%}; linear up to "
+        f"the largest count with TPS >= {analysis.LINEAR_EFFICIENCY:.0%} of clients x TPS(1). Shares: perf "
+        "cpu-clock samples of pgbench's backends in spinlock (s_lock and its delay helpers) and LWLock* "
+        "functions, in % of all their samples (kernel included)."))
+
+
+def _percent(share: float | None) -> float | None:
+    return None if share is None else round(100 * share, 3)
+
+
+def curve_tables(result: SequenceCacheResult, summaries: list[VariantSummary]) -> list[rs.Table]:
+    tables = []
+    for kind in result.options.kinds:
+        own = [s for s in summaries if s.kind == str(kind)]
+        if not own:
+            continue
+        rows: list[list[rs.Cell]] = [
+            [clients, *(s.tps_by_clients.get(clients) for s in own)] for clients in result.options.clients
+        ]
+        tables.append(rs.Table(["clients", *(f"{s.variant} TPS" for s in own)], rows,
+                               caption=f"TPS per client count, transaction {kind}"))
+    return tables
+
+
+def perf_table(result: SequenceCacheResult) -> rs.Table:
+    rows: list[list[rs.Cell]] = [
+        [q.kind, q.variant, q.clients, q.samples, _percent(q.kernel_samples / q.samples) if q.samples else None,
+         "; ".join(f"{sym} {share:.1%}" for sym, share in q.top_symbols[:6])]
+        for q in result.perf_points
+    ]
+    return rs.Table(["transaction", "sequence", "clients", "samples", "kernel %", "top functions"], rows,
+                    caption=f"perf: {result.perf_note}")
+
+
+def server_label(result: SequenceCacheResult) -> str:
+    return f"PostgreSQL {result.server.get('version') or '?'}"
+
+
+def notes(result: SequenceCacheResult) -> list[str]:
+    lines = [
+        f"pgbench: {result.pgbench} -n -f <script> -c N -j N -T {result.options.duration_s}; scripts in scripts/ "
+        "(the article's BEGIN; SELECT nextval(...); END; and BEGIN; SELECT seq_bulk(...); END;).",
+        f"perf: {result.perf_note}." + ("" if result.perf_points else " No lock shares were measured."),
+        "The article's TPS curves are images without numbers: the comparison is the linear-scaling limit "
+        "relative to the core count and perf's lock shares.",
+    ]
+    unknown = sum(q.unknown_samples for q in result.perf_points)
+    total = sum(q.samples for q in result.perf_points)
+    if unknown:
+        lines.append(f"{unknown / total:.1%} of the samples fell in functions perf could not name ([unknown]): the "
+                     "server binary is stripped (Debian's is), so only its exported functions (s_lock, "
+                     "LWLockAcquire, ...) resolve; static ones such as LWLockAttemptLock do not.")
+    if Kind.BULK in result.options.kinds and result.options.bulk_calls != ARTICLE_BULK_CALLS:
+        lines.append(f"bulk transactions make {result.options.bulk_calls:,} nextval calls (the article: 1,000,000).")
+    return lines + result.notes
+
+
+def write_outputs(result: SequenceCacheResult) -> tuple[list[VariantSummary], rs.Table, list[str]]:
+    from pglab.experiments.sequence_cache.plots import plot_locks, plot_scaling, plot_tps  # slow import
+
+    out = result.out_dir
+    assert out is not None
+    summaries = summarize(result)
+    ours = ours_table(result, summaries)
+    with open(out / "summary.csv", "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(ours.columns)
+        writer.writerows(ours.rows)
+    plots = ["tps.png", "scaling.png", "locks.png"]
+    label = server_label(result)
+    plot_tps(result, summaries, out / plots[0], label)
+    plot_scaling(result, summaries, out / plots[1], label)
+    plot_locks(result, summaries, out / plots[2], label)
+    tables = [*curve_tables(result, summaries), perf_table(result)]
+    all_notes = notes(result)
+    (out / "summary.md").write_text(summary_markdown(result, ours, tables, all_notes), encoding="utf-8")
+    rs.write_section(out, rs.Section(
+        experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=tables,
+        machine=result.machine,
+        versions=rs.postgres_versions(str(result.server.get("version")), result.version_num,
+                                      postgresql_full=result.server.get("version_full")),
+        command=result.command, plots=plots, raw_data=["raw.csv", "perf.csv", "summary.csv", "meta.json"],
+        notes=all_notes, generated=result.finished or rs.utc_timestamp(),
+    ))
+    return summaries, ours, all_notes
+
+
+def summary_markdown(result: SequenceCacheResult, ours: rs.Table, tables: list[rs.Table], all_notes: list[str]) -> str:
+    m = result.machine
+    lines = [
+        f"# {TITLE}",
+        "",
+        f"- server: {result.server.get('version_full')} ({result.server.get('target')})",
+        f"- machine: {m.get('cpu_model')}, {m.get('cpu_cores_logical')} logical cores, "
+        f"{m.get('memory_total_bytes', 0) / 2**30:.1f} GiB memory, kernel {m.get('kernel')}",
+        f"- measured {result.started} .. {result.finished}; rerun: `{result.command}`",
+        "",
+        "## The article", "", article.table().markdown(), "",
+        "## Ours", "", ours.markdown(), "",
+    ]
+    for table in tables:
+        lines += [table.markdown(), ""]
+    lines += ["## Notes", "", *[f"- {n}" for n in all_notes], "",
+              "Plots: tps.png, scaling.png, locks.png; data: raw.csv, perf.csv (+ perf/*.data), summary.csv, "
+              "meta.json."]
+    return "\n".join(lines) + "\n"
+
+
+def report(result: SequenceCacheResult, console: Console) -> None:
+    _, ours, all_notes = write_outputs(result)
+    console.print(article.table().rich(title="The article (Postgres 9.4/9.5, 72 cores)"))
+    console.print(ours.rich(title=f"Ours ({server_label(result)}, {result.options.cores} cores)"))
+    console.print(ours.caption, markup=False, highlight=False)
+    for note in all_notes:
+        console.print(f"- {note}", markup=False, highlight=False)
+    console.print(f"\nresults in {result.out_dir}/ (raw.csv, perf.csv, summary.csv, summary.md, meta.json, "
+                  "section.json, *.png)")
+
