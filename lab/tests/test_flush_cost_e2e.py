@@ -17,10 +17,11 @@ from pglab.cluster import Cluster
 from pglab.experiments.flush_cost import options as opt
 from pglab.experiments.flush_cost.records import RAW_CSV_COLUMNS, load_raw_csv
 from pglab.pgconfig import PgInstall
+from pglab.report_section import load_section
 
 SIZES = (128, 256)
 ITERATIONS = 2
-OUTPUTS = {"raw.csv", "summary.md", "model.json", "meta.json", "phases.png", "write_read_ratio.png"}
+OUTPUTS = {"raw.csv", "summary.md", "model.json", "meta.json", "phases.png", "write_read_ratio.png", "section.json"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -83,6 +84,9 @@ def _check_outputs(out: Path, evict: opt.EvictMode) -> None:
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "ok" and meta["sizes_measured"] == list(SIZES)
     assert meta["options"]["evict"] == str(evict)
+
+    section = load_section(out / "section.json")  # the report's contract
+    assert section.experiment == "flush-cost" and [r[0] for r in section.ours.rows] == list(SIZES)
 
     summary = (out / "summary.md").read_text()
     assert "## Model" in summary and f"### {opt.WRITE_SEQ}" in summary and "article median ms" in summary

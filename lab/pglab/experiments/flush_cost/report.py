@@ -13,6 +13,7 @@ from pglab.experiments.flush_cost import options as opt
 from pglab.experiments.flush_cost.model import FlushCostModel, build_model, summaries_by_phase
 from pglab.experiments.flush_cost.plots import plot_phases, plot_write_read_ratio
 from pglab.experiments.flush_cost.runner import FlushCostRun
+from pglab.experiments.flush_cost.section import write_section
 from pglab.jsonio import write_json
 from pglab.stats import Summary
 
@@ -91,6 +92,7 @@ def write_outputs(run: FlushCostRun) -> FlushCostModel:
     plot_phases(summaries, out / "phases.png", server_label(run))
     plot_write_read_ratio(model.write_read_ratio_by_size, out / "write_read_ratio.png", server_label(run))
     (out / "summary.md").write_text(summary_markdown(run, model, summaries), encoding="utf-8")
+    write_section(run, model, summaries)  # section.json for `pglab report`
     meta["outputs"] = sorted(p.name for p in out.iterdir() if p.is_file())
     write_json(out / "meta.json", meta)
     return model
