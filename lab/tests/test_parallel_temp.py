@@ -24,7 +24,7 @@ def test_tiny_grid_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     assert result.returncode == 0, result.stderr
     assert "Speedup over the stock serial scan" in result.stdout
     assert "Decision experiment" in result.stdout
-    for name in ("raw.csv", "plans.csv", "decisions.csv", "results.json", "summary.md",
+    for name in ("raw.csv", "plans.csv", "decisions.csv", "results.json", "summary.md", "section.json",
                  "speedup_vs_size.png", "speedup_vs_workers.png", "decisions.png"):
         assert (out / name).is_file(), name
 
@@ -45,9 +45,11 @@ def test_tiny_grid_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     assert all(p["temp_seq_scan"] == "False" for p in plans if p["variant"] == "serial")
 
     results = json.loads((out / "results.json").read_text())
-    assert results["server"]["server_version"]
+    assert results["server"]["version"]
     assert {s["variant"] for s in results["speedups"]} == variants
     assert results["regret"]["cases"] == 3 * 3  # dirty shares x queries
+    section = json.loads((out / "section.json").read_text())
+    assert section["experiment"] == "parallel-temp" and section["ours"]["rows"]
     for d in results["decisions"]:
         assert d["regret_ms"] >= 0
         assert d["planner"] in ("serial", "parallel") and d["faster"] in ("serial", "parallel")

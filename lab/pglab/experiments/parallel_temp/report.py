@@ -18,6 +18,7 @@ from rich.table import Table  # noqa: E402
 
 from pglab.experiments.parallel_temp.runner import ParallelTempRun  # noqa: E402
 from pglab.experiments.parallel_temp.workload import QUERIES, Variant  # noqa: E402
+from pglab import report_section as rs  # noqa: E402
 from pglab.jsonio import write_json  # noqa: E402
 from pglab.stats import summarize  # noqa: E402
 
@@ -153,7 +154,7 @@ def summary_markdown(run: ParallelTempRun, med: dict[Key, float], speed: dict[Ke
     lines = [
         "# Parallel Temp Seq Scan benchmark",
         "",
-        f"Server: PostgreSQL {run.server.get('server_version')} (data checksums "
+        f"Server: PostgreSQL {run.server.get('version')} (data checksums "
         f"{run.server.get('data_checksums')}, jit off); temp_buffers={o.temp_buffers}; "
         f"{o.repetitions} repetitions, median wall time per query (ms) measured by the client.",
         f"Machine: {run.machine.get('cpu_model')}, {run.machine.get('cpu_cores_logical')} cores, "
@@ -230,7 +231,7 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
 
     workers = max(run.options.workers)
     table = Table(title=f"Speedup over the stock serial scan, {workers} workers (median of "
-                        f"{run.options.repetitions}; PostgreSQL {run.server.get('server_version')})")
+                        f"{run.options.repetitions}; PostgreSQL {run.server.get('version')})")
     table.add_column("query")
     table.add_column("rows", justify="right")
     table.add_column("serial ms", justify="right")
@@ -251,5 +252,52 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
                       f"{totals['cases']} cases; regret {totals['total_regret_ms']:.1f} ms = "
                       f"{totals['regret_pct_of_best']:.1f}% of the best plans' total time "
                       f"(worst case {totals['worst_regret_pct']:.1f}%).")
+    write_report_section(run, med, speed, decisions)
     console.print(f"Results in {out}/ (summary.md, results.json, raw.csv, plans.csv, decisions.csv, plots)")
     return results
+
+
+def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dict[Key, float],
+                         decisions: list[dict[str, Any]]) -> None:
+    """section.json for `pglab report`: the article's proposal beside what we measured."""
+    workers = max(run.options.workers)
+    article = rs.Table(
+        columns=["quantity", "article (seeds/002)"],
+        rows=[["write_page_cost (seq_page_cost = 1)", 1.3],
+              ["buffer_scan_cost per allocated buffer", 0.01],
+              ["parallel scan of temporary tables", "proposed: flush in Gather, workers read from disk"]],
+        caption="The flush cost model the article proposes as the way to parallel temp scans",
+    )
+    ours = rs.Table(
+        columns=["query", "rows", "MB", "serial ms", *[SHORT_NAMES[v] + " (x)" for v in PARALLEL_VARIANTS]],
+        rows=[[query, rows, round(mb(run, rows), 1), med[(rows, query, workers, str(Variant.SERIAL))],
+               *[speed.get((rows, query, workers, str(v))) for v in PARALLEL_VARIANTS]]
+              for query in QUERIES for rows in run.options.rows
+              if (rows, query, workers, str(Variant.SERIAL)) in med],
+        caption=f"Speedup over the stock serial scan with {workers} workers, median of "
+                f"{run.options.repetitions} (same session, same data; temp_buffers={run.options.temp_buffers})",
+    )
+    tables = []
+    if decisions:
+        totals = regret_totals(decisions)
+        tables.append(rs.Table(
+            columns=["rows", "dirty share", "query", "serial ms", "parallel ms", "faster", "planner", "regret %"],
+            rows=[[d["rows"], d["dirty_share"], d["query"], d["serial_ms"], d["parallel_ms"], d["faster"],
+                   d["planner"], d["regret_pct"]] for d in decisions],
+            caption=f"Decision experiment: planner right in {totals['right_choices']}/{totals['cases']} cases, "
+                    f"regret {totals['regret_pct_of_best']:.1f}% of the best plans' total time",
+        ))
+    plots = ["speedup_vs_size.png", "speedup_vs_workers.png"] + (["decisions.png"] if decisions else [])
+    rs.write_section(run.options.out_dir, rs.Section(
+        experiment="parallel-temp",
+        title="Parallel scans of temporary tables",
+        article=article,
+        ours=ours,
+        tables=tables,
+        machine=run.machine,
+        versions=rs.postgres_versions(str(run.server.get("version")), int(run.server.get("version_num", 0))),
+        command=rs.command_line(),
+        plots=plots,
+        raw_data=["raw.csv", "plans.csv", "decisions.csv", "results.json"],
+        notes=["Timings are client-side wall times of whole queries; ratios come from the same run."],
+    ))

@@ -29,7 +29,7 @@ from pglab.experiments.parallel_temp.workload import (
     set_workers,
 )
 from pglab.machine import machine_info
-from pglab.server import TargetServer, open_target
+from pglab.server import TargetServer, open_target, server_facts
 
 EXTENSION = "pg_tempbuf"
 
@@ -88,12 +88,6 @@ def timed(conn: psycopg.Connection[Any], sql: str) -> tuple[float, str]:
     start = time.perf_counter()
     rows = conn.execute(sql).fetchall()
     return (time.perf_counter() - start) * 1000.0, digest(rows)
-
-
-def server_facts(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-    names = ("server_version", "data_checksums", "block_size", "max_worker_processes",
-             "max_parallel_workers", "jit", "shared_preload_libraries")
-    return {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}  # type: ignore[index]
 
 
 def session(target: TargetServer, options: ParallelTempOptions) -> psycopg.Connection[Any]:
@@ -183,7 +177,8 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
         for rows in options.rows:
             with session(target, options) as conn:
                 if not run.server:
-                    run.server = server_facts(conn)
+                    run.server = server_facts(conn, ("max_worker_processes", "max_parallel_workers",
+                                                     "shared_preload_libraries", "jit"))
                 progress.update(bench, description=f"benchmark: loading {rows:,} rows")
                 shape = create_tables(conn, rows)
                 run.shapes[rows] = shape
