@@ -131,11 +131,20 @@ def test_existing_server_without_tmpfs(pg_cluster: Cluster, tmp_path: Path) -> N
         (["--dsn", "host=/nonexistent port=1 connect_timeout=2"], "cannot connect"),
     ],
 )
-def test_bad_options(args: list[str], needle: str, tmp_path: Path) -> None:
-    result = _pglab("temp-extend", "--out", str(tmp_path / "out"), *args, timeout=60)
-    assert result.returncode != 0 and "Traceback" not in result.stderr
+def test_bad_options(args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(["temp-extend", "--out", str(tmp_path / "out"), *args])
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code != 0 and len(lines) == 1 and needle in lines[0], err
+
+
+def test_bad_option_in_a_subprocess_is_one_line(tmp_path: Path) -> None:
+    result = _pglab("temp-extend", "--out", str(tmp_path / "out"), "--pg-config", "/nonexistent/pg_config", timeout=60)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr
 
 
 def test_out_parent_must_exist() -> None:
