@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FREQUENCY_HZ = 999
-ATTACH_S = 0.5  # perf has no "ready" signal; backends forked before it attaches are missed
+ATTACH_S = 0.3  # perf has no "ready" signal; backends forked before it attaches are missed
 KERNEL_ADDRESS = 0xFFFF800000000000
 UNKNOWN = "[unknown]"
 INSTALL_HINT = "apt-get install linux-perf"

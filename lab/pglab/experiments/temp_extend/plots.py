@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 
 from pglab.experiments.temp_extend import article  # noqa: E402
 from pglab.experiments.temp_extend.options import DISK, TEMP_BUFFER_MODES, TMPFS  # noqa: E402
@@ -17,7 +18,7 @@ COLORS = {DISK: "tab:brown", TMPFS: "tab:cyan"}
 WIDTH = 0.38
 
 
-def _article_panel(ax: plt.Axes) -> None:
+def _article_panel(ax: Axes) -> None:
     groups = ["9 MB: extend time (ms)", "1M rows ~2 GB: elapsed (s)"]
     disk = [article.NINE_MB_EXTEND_US_DISK / 1000, article.ONE_M_ROWS_S_DISK]
     tmpfs = [article.NINE_MB_EXTEND_US_TMPFS / 1000, article.ONE_M_ROWS_S_TMPFS]
@@ -31,11 +32,13 @@ def _article_panel(ax: plt.Axes) -> None:
     ax.grid(True, axis="y", alpha=0.3)
 
 
-def _grouped(ax: plt.Axes, cells: list[CellSummary], value: str, ylabel: str, title: str) -> None:
+def _grouped(ax: Axes, cells: list[CellSummary], value: str, ylabel: str, title: str) -> None:
     """Bars per temp_buffers mode, disk beside tmpfs; min..max whiskers for elapsed."""
     present = False
     for offset, tablespace in ((-WIDTH / 2, DISK), (WIDTH / 2, TMPFS)):
-        xs, heights, errors = [], [], [[], []]
+        xs: list[float] = []
+        heights: list[float] = []
+        errors: list[list[float]] = [[], []]
         for x, mode in enumerate(TEMP_BUFFER_MODES):
             cell = next((c for c in cells if c.mode == mode and c.tablespace == tablespace), None)
             height = getattr(cell, value) if cell else None

@@ -43,6 +43,7 @@ class CellSummary:
     write_ms: float | None
     local_written: float | None  # pg_stat_statements local_blks_written (extended blocks count too)
     counted_by: str
+    traced_elapsed_ms: float | None = None  # the bpftrace run's elapsed time (probes attached)
 
     @property
     def label(self) -> str:
@@ -119,6 +120,7 @@ def _cell(result: TempExtendResult, timed: list[CtasRun], traced: CtasRun | None
         extends=extends, extend_mb=extend_mb, extend_ms=extend_ms,
         writes=writes, write_mb=write_mb, write_ms=write_ms,
         local_written=local_written, counted_by=counted_by,
+        traced_elapsed_ms=traced.elapsed_ms if traced is not None else None,
     )
 
 
@@ -161,7 +163,18 @@ def server_label(result: TempExtendResult) -> str:
     return f"PostgreSQL {result.server.get('version') or '?'}"
 
 
-def notes(result: TempExtendResult) -> list[str]:
+def probe_overhead_note(cells: list[CellSummary]) -> str | None:
+    traced = [c for c in cells if c.traced_elapsed_ms is not None]
+    if not traced:
+        return None
+    with_probes = sum(c.traced_elapsed_ms or 0.0 for c in traced)
+    without = sum(c.elapsed_median_ms for c in traced)
+    return (f"bpftrace's probes slowed the traced runs: {with_probes:.0f} ms in all vs {without:.0f} ms untraced "
+            "(medians); the extend and write times it measured include that probe overhead, as the article's "
+            "SystemTap figures did.")
+
+
+def notes(result: TempExtendResult, cells: list[CellSummary] | None = None) -> list[str]:
     fs = (result.environment.get("disk") or {}).get("filesystem") or {}
     tmpfs = result.environment.get("tmpfs") or {}
     lines = [
@@ -183,6 +196,9 @@ def notes(result: TempExtendResult) -> list[str]:
         "Our 1M-row source has 100-byte rows (~135 MB); the article's had ~2 GB. "
         "`--sizes 1Mx1900` builds a ~2 GB one. The article's 1M-row times include psql's start-up.",
     ]
+    overhead = probe_overhead_note(cells or [])
+    if overhead:
+        lines.append(overhead)
     lines += [f"size {s} dropped: {why}" for s, why in result.dropped]
     lines += result.notes
     return lines
@@ -203,7 +219,7 @@ def write_outputs(result: TempExtendResult) -> tuple[list[CellSummary], list[str
     plot_elapsed(cells, out / plots[0], server_label(result))
     plot_io(cells, out / plots[1], server_label(result))
     ours, ratios = ours_table(result, cells), ratio_table(cells)
-    all_notes = notes(result)
+    all_notes = notes(result, cells)
     (out / "summary.md").write_text(summary_markdown(result, ours, ratios, all_notes), encoding="utf-8")
     rs.write_section(out, rs.Section(
         experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=[ratios],

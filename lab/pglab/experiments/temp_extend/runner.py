@@ -338,7 +338,7 @@ def _measure(
         start = time.perf_counter_ns()
         conn.execute(ctas.encode())
         elapsed_ms = (time.perf_counter_ns() - start) / 1e6
-        io = iostats.snapshot(conn, result.io_source).minus(io_before) if io_before else None
+        io = iostats.snapshot(conn, result.io_source).minus(io_before) if io_before and result.io_source else None
         statement = None
         if st_before is not None:
             after = stats.read(conn, CTAS_PREFIX)
