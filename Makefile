@@ -32,20 +32,25 @@ $(STAMP): lab/requirements.lock lab/pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e lab
 	touch $@
 
+EXTENSIONS := pg_tempbuf pg_buffered_plan
+
 build: venv
-	$(MAKE) -C pg_tempbuf PG_CONFIG="$(PG_CONFIG)"
+	for ext in $(EXTENSIONS); do $(MAKE) -C $$ext PG_CONFIG="$(PG_CONFIG)" || exit 1; done
 
 install: build
-	$(MAKE) -C pg_tempbuf PG_CONFIG="$(PG_CONFIG)" install
+	for ext in $(EXTENSIONS); do $(MAKE) -C $$ext PG_CONFIG="$(PG_CONFIG)" install || exit 1; done
 
-# pg_regress needs a running server: pglab starts a throwaway one around it.
+# pg_regress needs a running server: pglab starts a throwaway one around it,
+# with each extension's library preloaded.
 installcheck: install
-	$(PGLAB) cluster-exec --pg-config "$(PG_CONFIG)" -- \
-		$(MAKE) -C pg_tempbuf PG_CONFIG="$(PG_CONFIG)" installcheck \
-		|| { cat pg_tempbuf/regression.diffs; exit 1; }
+	for ext in $(EXTENSIONS); do \
+		$(PGLAB) cluster-exec --pg-config "$(PG_CONFIG)" --set shared_preload_libraries=$$ext -- \
+			$(MAKE) -C $$ext PG_CONFIG="$(PG_CONFIG)" installcheck \
+		|| { cat $$ext/regression.diffs; exit 1; }; \
+	done
 
 pytest: install
-	PG_CONFIG="$(PG_CONFIG)" $(PY) -m pytest -q pg_tempbuf/tests lab/tests
+	PG_CONFIG="$(PG_CONFIG)" $(PY) -m pytest -q pg_tempbuf/tests pg_buffered_plan/tests lab/tests
 
 test: installcheck pytest
 
@@ -54,5 +59,5 @@ demo: install
 	$(PGLAB) flush-cost --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/flush-cost
 
 clean:
-	-$(MAKE) -C pg_tempbuf clean PG_CONFIG="$(PG_CONFIG)"
+	-for ext in $(EXTENSIONS); do $(MAKE) -C $$ext clean PG_CONFIG="$(PG_CONFIG)"; done
 	rm -rf $(VENV) results
