@@ -124,20 +124,22 @@ def _cell(result: TempExtendResult, timed: list[CtasRun], traced: CtasRun | None
     )
 
 
-OURS_COLUMNS = ["source", "temp_buffers", "tablespace", "n", "elapsed ms", "extends", "extend ms", "writes",
-                "write ms", "local blks written", "file MB", "allocated MB"]
+OURS_COLUMNS = ["source", "temp_buffers", "tablespace", "n", "elapsed ms", "extends", "extend MB", "extend ms",
+                "writes", "write MB", "write ms", "local written", "file MB", "alloc MB"]
 
 
 def ours_table(result: TempExtendResult, cells: list[CellSummary]) -> rs.Table:
     rows: list[list[rs.Cell]] = [
         [c.size, f"{c.mode} ({_kb(c.temp_buffers_blocks)})", c.tablespace, c.n, c.elapsed_median_ms,
-         c.extends, c.extend_ms, c.writes, c.write_ms, c.local_written, c.file_mb, c.allocated_mb]
+         c.extends, c.extend_mb, c.extend_ms, c.writes, c.write_mb, c.write_ms, c.local_written, c.file_mb,
+         c.allocated_mb]
         for c in cells
     ]
     counted_by = "; ".join(dict.fromkeys(c.counted_by for c in cells))
     return rs.Table(OURS_COLUMNS, rows, caption=(
         f"Ours ({server_label(result)}): median over the timed runs; elapsed = wall time of the CTAS "
-        f"statement seen by the client; extends and writes (temp relation): {counted_by}."))
+        f"statement seen by the client; extends and writes (temp relation): {counted_by}; local written: "
+        "pg_stat_statements' local_blks_written; alloc MB: the file's allocated bytes (st_blocks)."))
 
 
 def ratio_table(cells: list[CellSummary]) -> rs.Table:
