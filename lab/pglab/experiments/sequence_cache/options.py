@@ -109,3 +109,4 @@ class SequenceCacheOptions:
     dsn: str | None = None
     quick: bool = False
     cores: int = 1
+    perf_kinds: tuple[Kind, ...] = (Kind.SINGLE, Kind.BULK)  # which transactions get perf runs

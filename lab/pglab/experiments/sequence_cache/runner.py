@@ -127,7 +127,7 @@ class SequenceCacheResult:
                 "variants": [dataclasses.asdict(v) for v in o.variants], "kinds": [str(k) for k in o.kinds],
                 "clients": list(o.clients), "duration_s": o.duration_s, "bulk_calls": o.bulk_calls,
                 "perf": str(o.perf), "pg_config": str(o.pg_config) if o.pg_config else None, "dsn": o.dsn,
-                "quick": o.quick, "cores": o.cores,
+                "quick": o.quick, "cores": o.cores, "perf_kinds": [str(k) for k in o.perf_kinds],
             },
             "variants_measured": [v.name for v in self.variants],
             "pgbench": self.pgbench, "perf": self.perf_note, "notes": self.notes,
@@ -185,8 +185,8 @@ def _run(result: SequenceCacheResult, console: Console) -> None:
 
         perf_clients = {PerfMode.MAX: options.clients[-1:], PerfMode.ALL: options.clients,
                         PerfMode.OFF: ()}[options.perf] if postmaster is not None else ()
-        runs = len(options.kinds) * len(result.variants)
-        total = runs * len(options.clients) + runs * len(perf_clients)
+        perf_kinds = [k for k in options.kinds if k in options.perf_kinds]
+        total = len(result.variants) * (len(options.kinds) * len(options.clients) + len(perf_kinds) * len(perf_clients))
         with lab_progress(console) as progress:
             task = progress.add_task(NAME, total=total)
             for kind in options.kinds:
@@ -198,7 +198,7 @@ def _run(result: SequenceCacheResult, console: Console) -> None:
                         progress.advance(task)
             if postmaster is not None:
                 (result.out_dir / "perf").mkdir(exist_ok=True)
-            for kind in options.kinds:
+            for kind in perf_kinds:
                 for variant in result.variants:
                     for clients in perf_clients:
                         assert postmaster is not None
