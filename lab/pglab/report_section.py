@@ -121,10 +121,13 @@ class Table:
     def rich(self, title: str | None = None) -> RichTable:
         """The table for a rich console (numbers right-aligned)."""
         table = RichTable(title=title if title is not None else self.caption or None, title_justify="left")
-        numeric = [all(isinstance(r[i], (int, float)) or r[i] is None for r in self.rows) and bool(self.rows)
-                   for i in range(len(self.columns))]
-        for column, is_number in zip(self.columns, numeric, strict=True):
-            table.add_column(column, justify="right" if is_number else "left", overflow="fold")
+        for i, column in enumerate(self.columns):
+            cells = [row[i] for row in self.rows]
+            is_number = bool(cells) and all(c is None or isinstance(c, (int, float)) for c in cells)
+            short_text = all(len(format_cell(c)) <= 24 for c in cells)
+            # Short text cells keep one line (headers wrap instead); numbers are never cut.
+            table.add_column(column, justify="right" if is_number else "left", overflow="fold",
+                             no_wrap=not is_number and short_text)
         for row in self.rows:
             table.add_row(*(format_cell(c) for c in row))
         return table
