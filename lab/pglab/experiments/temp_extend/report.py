@@ -195,6 +195,8 @@ def notes(result: TempExtendResult, cells: list[CellSummary] | None = None) -> l
             "local_blks_written of the CTAS (it counts every extended block as written, plus the evictions "
             "of dirty buffers)." if result.statement_stats == "pg_stat_statements"
             else f"not used: {result.statement_stats}."),
+        "EXPLAIN (ANALYZE, BUFFERS) of a CTAS shows only the scan's buffers (the new table is filled by the "
+        "DestReceiver, outside every plan node), so local blocks written come from pg_stat_statements.",
         "Our 1M-row source has 100-byte rows (~135 MB); the article's had ~2 GB. "
         "`--sizes 1Mx1900` builds a ~2 GB one. The article's 1M-row times include psql's start-up.",
     ]

@@ -218,7 +218,9 @@ def _run(result: TempExtendResult, console: Console) -> None:
             "the server is not a local installation we know (--dsn)")
         if not options.trace:
             why_not = "turned off (--no-trace)"
-        result.trace_note = why_not or "bpftrace on the server's USDT probes"
+        result.trace_note = why_not or (
+            "bpftrace on the server's USDT probes, one traced run per cell: buffer__read__start/done with block "
+            "P_NEW (one mdextend each) and smgr__md__write__start/done, temp relations only")
         tablespaces: list[tuple[str, str | None]] = [(DISK, None)]
         if tablespace is not None:
             tablespaces.append((TMPFS, tablespace.name))
