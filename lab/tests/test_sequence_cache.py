@@ -40,6 +40,7 @@ def test_scaling_limits() -> None:
     assert s.efficiency[2] == pytest.approx(0.95)
     falling = analysis.scaling({1: 100.0, 2: 90.0})
     assert (falling.peak_clients, falling.stops_at, falling.linear_up_to) == (1, 1, 1)
+    assert analysis.scaling({1: 100.0, 2: 900.0}).superlinear and not s.superlinear
 
 
 def test_grids_and_variants() -> None:

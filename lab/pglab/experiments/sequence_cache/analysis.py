@@ -8,6 +8,8 @@ from dataclasses import dataclass
 SCALING_GAIN = 1.05
 # "Linear up to" the largest count (every smaller one too) with TPS >= 80% of clients x TPS(1).
 LINEAR_EFFICIENCY = 0.8
+# Above this, TPS(1) was held back by something other than CPU (round-trip and wake-up latency).
+SUPERLINEAR_EFFICIENCY = 1.2
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,10 @@ class Scaling:
     stops_at: int
     linear_up_to: int
     efficiency: dict[int, float]  # clients -> TPS(c) / (c * TPS(1)), when 1 client was measured
+
+    @property
+    def superlinear(self) -> bool:
+        return any(e > SUPERLINEAR_EFFICIENCY for e in self.efficiency.values())
 
 
 def scaling(by_clients: dict[int, float]) -> Scaling:

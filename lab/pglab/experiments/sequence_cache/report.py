@@ -102,7 +102,7 @@ def server_label(result: SequenceCacheResult) -> str:
     return f"PostgreSQL {result.server.get('version') or '?'}"
 
 
-def notes(result: SequenceCacheResult) -> list[str]:
+def notes(result: SequenceCacheResult, summaries: list[VariantSummary] | None = None) -> list[str]:
     lines = [
         f"pgbench: {result.pgbench} -n -f <script> -c N -j N -T {result.options.duration_s}; scripts in scripts/ "
         "(the article's BEGIN; SELECT nextval(...); END; and BEGIN; SELECT seq_bulk(...); END;).",
@@ -110,6 +110,15 @@ def notes(result: SequenceCacheResult) -> list[str]:
         "The article's TPS curves are images without numbers: the comparison is the linear-scaling limit "
         "relative to the core count and perf's lock shares.",
     ]
+    superlinear = [s for s in summaries or [] if s.scaling.superlinear]
+    if superlinear:
+        worst = max(superlinear, key=lambda s: max(s.scaling.efficiency.values()))
+        lines.append(
+            f"TPS grew faster than linearly from 1 client ({worst.kind} {worst.variant}: up to "
+            f"{max(worst.scaling.efficiency.values()):.1f} x clients x TPS(1)) for "
+            f"{', '.join(f'{s.kind} {s.variant}' for s in superlinear)}: one client was held back by round-trip "
+            "and wake-up latency rather than CPU, so 'linear up to' measured against TPS(1) overstates scaling; "
+            "the peak and 'scaling stops at' do not depend on TPS(1).")
     unknown = sum(q.unknown_samples for q in result.perf_points)
     total = sum(q.samples for q in result.perf_points)
     if unknown:
@@ -138,7 +147,7 @@ def write_outputs(result: SequenceCacheResult) -> tuple[list[VariantSummary], rs
     plot_scaling(result, summaries, out / plots[1], label)
     plot_locks(result, summaries, out / plots[2], label)
     tables = [*curve_tables(result, summaries), perf_table(result)]
-    all_notes = notes(result)
+    all_notes = notes(result, summaries)
     (out / "summary.md").write_text(summary_markdown(result, ours, tables, all_notes), encoding="utf-8")
     rs.write_section(out, rs.Section(
         experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=tables,
