@@ -65,7 +65,8 @@ def ours_table(result: SequenceCacheResult, summaries: list[VariantSummary]) -> 
         f"Ours ({server_label(result)}, {cores} cores, pgbench on the same machine, {result.options.duration_s} s "
         f"per point, bulk = {result.options.bulk_calls:,} nextval calls per transaction): scaling stops at the "
         f"smallest client count no larger count beats by more than {analysis.SCALING_GAIN - 1:.0%}; linear up to "
-        f"the largest count with TPS >= {analysis.LINEAR_EFFICIENCY:.0%} of clients x TPS(1). Shares: perf "
+        f"the largest count reached by steps up the grid that each gave >= {analysis.LINEAR_EFFICIENCY:.0%} of "
+        "the proportional TPS gain. Shares: perf "
         "cpu-clock samples of pgbench's backends in spinlock (s_lock and its delay helpers) and LWLock* "
         "functions, in % of all their samples (kernel included)."))
 
@@ -117,8 +118,7 @@ def notes(result: SequenceCacheResult, summaries: list[VariantSummary] | None = 
             f"TPS grew faster than linearly from 1 client ({worst.kind} {worst.variant}: up to "
             f"{max(worst.scaling.efficiency.values()):.1f} x clients x TPS(1)) for "
             f"{', '.join(f'{s.kind} {s.variant}' for s in superlinear)}: one client was held back by round-trip "
-            "and wake-up latency rather than CPU, so 'linear up to' measured against TPS(1) overstates scaling; "
-            "the peak and 'scaling stops at' do not depend on TPS(1).")
+            "and wake-up latency on this machine rather than by CPU, so the first step up looks superlinear.")
     unknown = sum(q.unknown_samples for q in result.perf_points)
     total = sum(q.samples for q in result.perf_points)
     if unknown:
