@@ -56,7 +56,7 @@ def ours_table(result: SequenceCacheResult, summaries: list[VariantSummary]) -> 
     for s in summaries:
         q = s.perf
         rows.append([
-            s.variant, s.kind, s.peak_nextval_per_s, s.scaling.peak, s.scaling.peak_clients, s.scaling.stops_at,
+            s.variant, s.kind, round(s.peak_nextval_per_s, 1), round(s.scaling.peak, 3), s.scaling.peak_clients, s.scaling.stops_at,
             s.scaling.linear_up_to, s.scaling.linear_up_to / cores,
             q.clients if q else None, _percent(q.spinlock_share) if q else None,
             _percent(q.lwlock_share) if q else None,
