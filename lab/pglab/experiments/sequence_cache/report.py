@@ -56,8 +56,8 @@ def ours_table(result: SequenceCacheResult, summaries: list[VariantSummary]) -> 
     for s in summaries:
         q = s.perf
         rows.append([
-            s.variant, s.kind, round(s.peak_nextval_per_s, 1), round(s.scaling.peak, 3), s.scaling.peak_clients, s.scaling.stops_at,
-            s.scaling.linear_up_to, s.scaling.linear_up_to / cores,
+            s.variant, s.kind, round(s.peak_nextval_per_s, 1), round(s.scaling.peak, 3), s.scaling.peak_clients,
+            s.scaling.stops_at, s.scaling.linear_up_to, s.scaling.linear_up_to / cores,
             q.clients if q else None, _percent(q.spinlock_share) if q else None,
             _percent(q.lwlock_share) if q else None,
         ])
@@ -100,7 +100,8 @@ def perf_table(result: SequenceCacheResult) -> rs.Table:
 
 
 def server_label(result: SequenceCacheResult) -> str:
-    return f"PostgreSQL {result.server.get('version') or '?'}"
+    """'PostgreSQL 15.20' (Debian's version string adds its package version in parentheses)."""
+    return f"PostgreSQL {str(result.server.get('version') or '?').split()[0]}"
 
 
 def notes(result: SequenceCacheResult, summaries: list[VariantSummary] | None = None) -> list[str]:

@@ -162,7 +162,8 @@ def ratio_table(cells: list[CellSummary]) -> rs.Table:
 
 
 def server_label(result: TempExtendResult) -> str:
-    return f"PostgreSQL {result.server.get('version') or '?'}"
+    """'PostgreSQL 15.20' (Debian's version string adds its package version in parentheses)."""
+    return f"PostgreSQL {str(result.server.get('version') or '?').split()[0]}"
 
 
 def probe_overhead_note(cells: list[CellSummary]) -> str | None:
