@@ -51,11 +51,11 @@ from pglab.cliargs import positive_int
 from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
 from pglab.experiments import buffered_plan
+from pglab.experiments.flush_cost import options as flush_options
+from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 from pglab.experiments.parallel_temp import command as parallel_temp
 from pglab.experiments.sequence_cache import command as sequence_cache
 from pglab.experiments.temp_extend import command as temp_extend
-from pglab.experiments.flush_cost import options as flush_options
-from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
