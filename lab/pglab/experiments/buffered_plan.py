@@ -32,6 +32,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from pglab import report_section as rs
 from pglab.cluster import Cluster
 from pglab.errors import LabError
 from pglab.jsonio import write_json
@@ -71,6 +72,7 @@ class Options:
 class Run:
     options: Options
     server: str = ""
+    server_version_num: int = 0
     timings: list[dict[str, Any]] = field(default_factory=list)
     counters: list[dict[str, Any]] = field(default_factory=list)
     counter_tool: str = ""
@@ -208,6 +210,7 @@ def run_experiment(options: Options, console: Console) -> Run:
             raise LabError(f"{EXTENSION} is not installed in {cluster.pkglibdir}: "
                            f"make -C {EXTENSION} PG_CONFIG={cluster.install.pg_config} install")
         run.server = cluster.install.version
+        run.server_version_num = cluster.version_num
         with console.status(f"loading SF {options.scale:g} into {run.server}"):
             load(cluster, csv_dir)
         with cluster.connect() as conn:
@@ -417,7 +420,45 @@ def report(run: Run, console: Console) -> None:
     console.print(f"seed (SF 1, perf): {SEED['ms_off']:.0f} ms -> {SEED['ms_best']:.0f} ms at 2048 "
                   f"(x{SEED['ms_off'] / SEED['ms_best']:.3f}); L1-dcache-load-misses 2.48% -> 0.58%, "
                   f"branch-misses 1.17% -> 1.06%, IPC 1.73 -> 1.96")
+    write_report_section(run, summ, speedups)
     console.print(f"written: {out}/raw.csv, counters.csv, summary.md, meta.json, speedup.png")
+
+
+def write_report_section(run: Run, summ: dict[tuple[str, str, int], Summary],
+                         speedups: dict[str, dict[str, float]]) -> None:
+    """section.json for `pglab report`: the seed's TPC-H figures beside ours."""
+    options = run.options
+    article = rs.Table(
+        columns=["measure", "off", "batched, 2048"],
+        rows=[["TPC-H SF 1, ms", SEED["ms_off"], SEED["ms_best"]],
+              *[[name, before, after] for name, value in SEED.items() if isinstance(value, tuple)
+                for before, after in [value]]],
+        caption="Seed article 001 (perf stat, a PostgreSQL fork, TPC-H SF 1)",
+    )
+    configs = [config_label(c) for c in itertools.product(PLACEMENTS, options.batch_sizes)]
+    ours = rs.Table(
+        columns=["query", "off ms", *[f"{c} (x)" for c in configs]],
+        rows=[[q, summ[(q, "off", 0)].median, *[speedups[q].get(c) for c in configs]]
+              for q in options.queries],
+        caption=f"Speedup vs off (median of {options.repeats} interleaved rounds), TPC-H SF {options.scale:g}",
+    )
+    tables = []
+    if run.counters:
+        tables.append(rs.Table(
+            columns=["query", "config", "instructions", "L1d miss %", "branch miss %"],
+            rows=[[c["query"], config_label((c["placement"], c["batch_size"])), c["instructions"],
+                   c["l1d_miss_pct"], c["branch_miss_pct"]] for c in run.counters],
+            caption=f"Counters per run ({run.counter_tool}, SF {options.counter_scale:g})",
+        ))
+    raw = ["raw.csv", "meta.json", "summary.md"] + (["counters.csv"] if run.counters else [])
+    rs.write_section(options.out_dir, rs.Section(
+        experiment="buffered-plan",
+        title="BufferedPlan batching nodes on TPC-H",
+        article=article, ours=ours, tables=tables, machine=machine_info(),
+        versions=rs.postgres_versions(run.server, run.server_version_num),
+        command=rs.command_line(), plots=["speedup.png"], raw_data=raw,
+        notes=[f"Counters: {run.counter_tool}"],
+    ))
 
 
 def _plot(run: Run, speedups: dict[str, dict[str, float]], path: Path) -> None:
