@@ -8,28 +8,12 @@ from typing import Any
 
 from rich.console import Console
 
+from pglab.cliargs import add_target_arguments, check_out_dir, check_pg_config, positive_int, positive_int_list
 from pglab.errors import LabError
 from pglab.experiments.parallel_temp import options as opt
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 
 NAME = "parallel-temp"
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(sorted({int(p) for p in text.replace(" ", ",").split(",") if p.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive integers") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive integers")
-    return values
-
-
-def _positive(text: str) -> int:
-    values = _int_list(text)
-    if len(values) != 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return values[0]
 
 
 def add_parser(commands: Any) -> None:
@@ -45,12 +29,12 @@ def add_parser(commands: Any) -> None:
             "the plan the planner picks with default costs, and the regret."
         ),
     )
-    parser.add_argument("--rows", type=_int_list, metavar="N,N,...",
+    parser.add_argument("--rows", type=positive_int_list, metavar="N,N,...",
                         help=f"table sizes in rows (default {','.join(map(str, opt.DEFAULT_ROWS))}; "
                              f"1M rows are about 65 MB)")
-    parser.add_argument("--workers", type=_int_list, metavar="W,W,...",
+    parser.add_argument("--workers", type=positive_int_list, metavar="W,W,...",
                         help="workers per Gather (default 1..number of cores)")
-    parser.add_argument("--repetitions", type=_positive, metavar="K",
+    parser.add_argument("--repetitions", type=positive_int, metavar="K",
                         help=f"timed runs per cell (default {opt.DEFAULT_REPETITIONS})")
     parser.add_argument("--temp-buffers", default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
                         help="temp_buffers of the measuring session (default %(default)s)")
@@ -61,22 +45,14 @@ def add_parser(commands: Any) -> None:
                         help="skip the decision experiment")
     parser.add_argument("--out", type=Path, default=Path("results/parallel-temp"), metavar="DIR",
                         help="output directory, created if missing (default %(default)s)")
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--pg-config", type=Path,
-                        help="run a throwaway cluster of this installation, pg_tempbuf installed in it "
-                             "(default: $PG_CONFIG, else the wheel's PostgreSQL 18)")
-    target.add_argument("--dsn", help="use this existing server (pg_tempbuf installed; it is LOADed)")
+    add_target_arguments(parser, ", pg_tempbuf installed in it")
     parser.add_argument("--checksums", action=argparse.BooleanOptionalAction, default=None,
                         help="data checksums of the throwaway cluster (default: initdb's default)")
 
 
 def options_from(args: argparse.Namespace) -> ParallelTempOptions:
-    if not args.out.parent.is_dir():
-        raise LabError(f"--out {args.out}: parent directory {args.out.parent} does not exist")
-    if args.out.exists() and not args.out.is_dir():
-        raise LabError(f"--out {args.out} exists and is not a directory")
-    if args.pg_config is not None and not args.pg_config.is_file():
-        raise LabError(f"pg_config not found: {args.pg_config}")
+    check_out_dir(args.out)
+    check_pg_config(args.pg_config)
     if args.dsn is not None and args.checksums is not None:
         raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
     return ParallelTempOptions(
