@@ -11,6 +11,9 @@ Counters per run beside the seed's perf figures: `perf stat` on the backend
 where the CPU exposes hardware events; otherwise cachegrind (cache and branch
 simulation) of a single-user backend (`postgres --single`), which counts
 deterministically: a run with the query minus the same run without it.
+Before each counted configuration an uncounted single-user backend with the
+same settings SHOWs them and EXPLAINs the query, and the run stops unless the
+plan holds the nodes that configuration should put there (see `check_plan`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import csv
 import itertools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -77,6 +81,8 @@ class Run:
     counters: list[dict[str, Any]] = field(default_factory=list)
     counter_tool: str = ""
     plans: dict[str, str] = field(default_factory=dict)
+    # "query config" -> the plan the counted single-user backend made (cachegrind only).
+    counter_plans: dict[str, str] = field(default_factory=dict)
 
 
 # -- command line ------------------------------------------------------------------------
@@ -266,6 +272,11 @@ def measure_counters(options: Options, run: Run, cluster: Cluster) -> None:
             pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
             for config in options.counter_configs:
                 conn.execute(config_gucs(config))
+                plans = {}
+                for name in options.counter_queries:
+                    plans[name] = "\n".join(r[0] for r in conn.execute("EXPLAIN (COSTS OFF) "
+                                                                        + options.queries[name]))
+                    check_plan(config, plans[name])
                 for name in options.counter_queries:
                     perf = subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(PERF_EVENTS),
                                              "-p", str(pid)], stderr=subprocess.PIPE, text=True)
@@ -278,7 +289,9 @@ def measure_counters(options: Options, run: Run, cluster: Cluster) -> None:
                         parts = line.split(",")
                         if len(parts) > 2 and parts[0].replace(".", "").isdigit():
                             values[parts[2]] = float(parts[0])
-                    run.counters.append(_counter_row(name, config, values, "perf"))
+                    row = _counter_row(name, config, values, "perf")
+                    row.update(plan_nodes(plans[name]))
+                    run.counters.append(row)
         return
     if shutil.which("valgrind") is None:
         run.counter_tool = "none (perf has no hardware events here and valgrind is not installed)"
@@ -290,11 +303,112 @@ def measure_counters(options: Options, run: Run, cluster: Cluster) -> None:
         load(small, csv_dir)
         small.stop()
         for config in options.counter_configs:
+            plans = {name: _single_user_plan(small, config, options.queries[name])
+                     for name in options.counter_queries}
             base = _cachegrind(small, config, "")
             for name in options.counter_queries:
+                run.counter_plans[f"{name} {config_label(config)}"] = plans[name]
                 with_query = _cachegrind(small, config, options.queries[name])
                 delta = {k: with_query[k] - base.get(k, 0.0) for k in with_query}
-                run.counters.append(_counter_row(name, config, delta, "cachegrind"))
+                row = _counter_row(name, config, delta, "cachegrind")
+                row.update(plan_nodes(plans[name]))
+                run.counters.append(row)
+
+
+def _postgres_single(cluster: Cluster, script: str, cwd: Path,
+                     wrapper: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`postgres --single -j` (optionally under `wrapper`, e.g. valgrind) fed `script`.
+
+    A single-user backend reports errors on stderr, not stdout, and carries on
+    with the next statement: any ERROR or FATAL there fails the run, so that a
+    rejected SET cannot leave a configuration measured with the defaults.
+    """
+    postgres = cluster.install.program("postgres")
+    user, group, extra_groups = cluster.os_user.subprocess_identity()
+    result = subprocess.run(
+        [*(wrapper or []), str(postgres), "--single", "-j", "-D", str(cluster.data_dir),
+         "-c", f"shared_preload_libraries={EXTENSION}", "-c", "jit=off",
+         "-c", "max_parallel_workers_per_gather=0", "-c", "shared_buffers=128MB", "postgres"],
+        input=script, capture_output=True, text=True, cwd=cwd,
+        user=user, group=group, extra_groups=extra_groups,
+    )
+    if result.returncode != 0:
+        raise LabError(f"single-user backend failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    failed = [line for line in result.stderr.splitlines() if re.search(r"\b(ERROR|FATAL|PANIC):", line)]
+    if failed:
+        raise LabError("statement failed in single-user mode: " + failed[0] + "\n" + result.stderr[-2000:])
+    return result
+
+
+def _single_user_script(config: tuple[str, int], sql: str) -> str:
+    """Statements for `postgres --single -j`: each ends in a semicolon and a blank line."""
+    script = f"{config_gucs(config)}\n\n"
+    if sql:
+        script += sql.strip().rstrip(";") + ";\n\n"
+    return script
+
+
+_SINGLE_USER_VALUE = re.compile(r'^\s*1: (.+?) = "(.*)"\t\(typeid = ', re.MULTILINE)
+
+
+def _single_user_plan(cluster: Cluster, config: tuple[str, int], sql: str) -> str:
+    """EXPLAIN (COSTS OFF) of `sql` in an uncounted single-user backend set up as the counted one,
+    after checking that the settings took; raises LabError unless the plan fits `config`."""
+    with tempfile.TemporaryDirectory(prefix="pglab-plan-") as tmp:
+        cluster.os_user.chown(Path(tmp))
+        script = (_single_user_script(config, "")
+                  + "SHOW pg_buffered_plan.placement;\n\nSHOW pg_buffered_plan.batch_size;\n\n"
+                  + "EXPLAIN (COSTS OFF) " + sql.strip().rstrip(";") + ";\n\n")
+        result = _postgres_single(cluster, script, Path(tmp))
+    values = _SINGLE_USER_VALUE.findall(result.stdout)
+    shown = {name: value for name, value in values if name.startswith("pg_buffered_plan.")}
+    plan = "\n".join(value for name, value in values if name == "QUERY PLAN")
+    placement, batch = config
+    want = {"pg_buffered_plan.batch_size": str(batch)}
+    if batch:
+        want["pg_buffered_plan.placement"] = placement
+    for name, value in want.items():
+        if shown.get(name) != value:
+            raise LabError(f"{config_label(config)}: single-user backend shows {name} = "
+                           f"{shown.get(name)!r}, not {value!r}:\n{result.stdout[-2000:]}")
+    check_plan(config, plan)
+    return plan
+
+
+def plan_nodes(plan: str) -> dict[str, int]:
+    """Our nodes in an EXPLAIN (COSTS OFF) text plan, and the stock Seq Scans left."""
+    return {"batched_seq_scans": plan.count("Custom Scan (BatchedSeqScan)"),
+            "buffered_nodes": plan.count("Custom Scan (Buffered)"),
+            "seq_scans": len(re.findall(r"\bSeq Scan\b", plan))}
+
+
+def check_plan(config: tuple[str, int], plan: str) -> None:
+    """Raise LabError unless `plan` holds the nodes `config` should give it.
+
+    off: none of ours.  scans/N: no Buffered and no stock Seq Scan (the TPC-H
+    tables are heap), every batch size N.  all/N: in addition at least one Buffered node.
+    """
+    placement, batch = config
+    nodes = plan_nodes(plan)
+    sizes = set(re.findall(r"Batch Size: (\d+)", plan))
+    problems = []
+    if not plan:
+        problems.append("no plan")
+    elif batch == 0:
+        if nodes["batched_seq_scans"] or nodes["buffered_nodes"]:
+            problems.append("has batching nodes with the nodes off")
+    else:
+        if nodes["seq_scans"]:  # every table here is heap: each Seq Scan should be batched
+            problems.append(f"{nodes['seq_scans']} stock Seq Scan left")
+        if placement == "scans" and nodes["buffered_nodes"]:
+            problems.append("Buffered node with placement = scans")
+        if placement == "all" and not nodes["buffered_nodes"]:
+            problems.append("no Buffered node with placement = all")
+        if sizes - {str(batch)}:
+            problems.append(f"batch sizes {sorted(sizes)}, not {batch}")
+    if problems:
+        raise LabError(f"plan for {config_label(config)} is not what it should be "
+                       f"({'; '.join(problems)}):\n{plan}")
 
 
 def _cachegrind(cluster: Cluster, config: tuple[str, int], sql: str) -> dict[str, float]:
@@ -303,23 +417,11 @@ def _cachegrind(cluster: Cluster, config: tuple[str, int], sql: str) -> dict[str
         tmp_dir = Path(tmp)
         cluster.os_user.chown(tmp_dir)
         out = tmp_dir / "cachegrind.out"
-        script = f"{config_gucs(config)}\n\n"
-        if sql:
-            script += sql.strip().rstrip(";") + ";\n\n"
-        postgres = cluster.install.program("postgres")
-        user, group, extra_groups = cluster.os_user.subprocess_identity()
-        result = subprocess.run(
-            ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
-             f"--cachegrind-out-file={out}", str(postgres), "--single", "-j", "-D", str(cluster.data_dir),
-             "-c", f"shared_preload_libraries={EXTENSION}", "-c", "jit=off",
-             "-c", "max_parallel_workers_per_gather=0", "-c", "shared_buffers=128MB", "postgres"],
-            input=script, capture_output=True, text=True, cwd=tmp_dir,
-            user=user, group=group, extra_groups=extra_groups,
-        )
-        if result.returncode != 0 or not out.exists():
-            raise LabError(f"cachegrind run failed ({result.returncode}):\n{result.stderr[-2000:]}")
-        if "ERROR" in result.stdout:
-            raise LabError(f"query failed in single-user mode:\n{result.stdout[-2000:]}")
+        _postgres_single(cluster, _single_user_script(config, sql), tmp_dir,
+                         wrapper=["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
+                                  f"--cachegrind-out-file={out}"])
+        if not out.exists():
+            raise LabError(f"cachegrind wrote no {out.name}")
         events: list[str] = []
         summary: list[float] = []
         for line in out.read_text().splitlines():
@@ -356,6 +458,13 @@ def _counter_row(name: str, config: tuple[str, int], v: dict[str, float], tool: 
 # -- report ----------------------------------------------------------------------------------
 
 
+def _nodes_label(counter: dict[str, Any]) -> str:
+    """BatchedSeqScan / Buffered / Seq Scan counts of a counter row's plan."""
+    if "buffered_nodes" not in counter:
+        return ""
+    return f"{counter['batched_seq_scans']}/{counter['buffered_nodes']}/{counter['seq_scans']}"
+
+
 def summaries(run: Run) -> dict[tuple[str, str, int], Summary]:
     groups: dict[tuple[str, str, int], list[float]] = {}
     for row in run.timings:
@@ -388,6 +497,7 @@ def report(run: Run, console: Console) -> None:
         "server": run.server, "machine": machine_info(), "scale": options.scale, "repeats": options.repeats,
         "server_settings": SERVER_SETTINGS, "counter_tool": run.counter_tool,
         "counter_scale": options.counter_scale, "seed": SEED, "summaries": rows, "plans": run.plans,
+        "counter_plans": run.counter_plans,
         "note": "speedup_vs_off = median(off) / median(config); > 1 is faster. Medians of rounds "
                 "interleaved in one session on a shared machine.",
     })
@@ -407,14 +517,15 @@ def report(run: Run, console: Console) -> None:
     console.print(table)
     if run.counters:
         ctable = Table(title=f"Counters per run ({run.counter_tool})")
-        for col in ("query", "config", "instructions", "L1d miss %", "branch miss %", "vs off: instr"):
+        for col in ("query", "config", "plan nodes", "instructions", "L1d miss %", "branch miss %",
+                    "vs off: instr"):
             ctable.add_column(col, justify="right")
         base = {c["query"]: c for c in run.counters if c["batch_size"] == 0}
         for c in run.counters:
-            ctable.add_row(c["query"], config_label((c["placement"], c["batch_size"])),
-                           f"{c['instructions']:.3e}", f"{c['l1d_miss_pct']:.2f}",
-                           f"{c['branch_miss_pct']:.2f}",
-                           f"{c['instructions'] / base[c['query']]['instructions']:.3f}"
+            ctable.add_row(c["query"], config_label((c["placement"], c["batch_size"])), _nodes_label(c),
+                           f"{c['instructions']:,.0f}", f"{c['l1d_miss_pct']:.3f}",
+                           f"{c['branch_miss_pct']:.3f}",
+                           f"{c['instructions'] / base[c['query']]['instructions']:.4f}"
                            if c["query"] in base else "")
         console.print(ctable)
     console.print(f"seed (SF 1, perf): {SEED['ms_off']:.0f} ms -> {SEED['ms_best']:.0f} ms at 2048 "
@@ -495,13 +606,15 @@ def _write_summary_md(run: Run, rows: list[dict[str, Any]], path: Path) -> None:
                      f"{r['ci_low']:.1f}..{r['ci_high']:.1f} | {r['speedup_vs_off']:.3f} |")
     lines += ["", f"Counters: {run.counter_tool}", ""]
     if run.counters:
-        lines += ["| query | config | instructions | L1d accesses | L1d misses (%) | branches | "
-                  "mispredicts (%) |", "|---|---|---|---|---|---|---|"]
+        lines += ["| query | config | plan nodes | instructions | L1d accesses | L1d misses (%) | branches | "
+                  "mispredicts (%) |", "|---|---|---|---|---|---|---|---|"]
         for c in run.counters:
             lines.append(f"| {c['query']} | {config_label((c['placement'], c['batch_size']))} | "
-                         f"{c['instructions']:.4g} | {c['l1d_accesses']:.4g} | "
-                         f"{c['l1d_misses']:.4g} ({c['l1d_miss_pct']:.2f}) | {c['branches']:.4g} | "
-                         f"{c['branch_mispredicts']:.4g} ({c['branch_miss_pct']:.2f}) |")
+                         f"{_nodes_label(c)} | {c['instructions']:.0f} | {c['l1d_accesses']:.0f} | "
+                         f"{c['l1d_misses']:.0f} ({c['l1d_miss_pct']:.3f}) | {c['branches']:.0f} | "
+                         f"{c['branch_mispredicts']:.0f} ({c['branch_miss_pct']:.3f}) |")
+        lines += ["", "Plan nodes: BatchedSeqScan / Buffered / stock Seq Scan in the plan of the counted "
+                  "backend (checked before counting; plans in meta.json counter_plans)."]
     lines += ["", "Seed article (SF 1, perf stat): 25691 ms off, 22782 ms at 2048 (x1.128); "
               "L1-dcache-load-misses 2.48% -> 0.58%, L1-dcache-store-misses 0.68% -> 0.25%, "
               "branch-misses 1.17% -> 1.06%, IPC 1.73 -> 1.96.", "", "## Plans at scans/2048", ""]
