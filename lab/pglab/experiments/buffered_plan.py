@@ -566,7 +566,7 @@ def write_report_section(run: Run, summ: dict[tuple[str, str, int], Summary],
         experiment="buffered-plan",
         title="BufferedPlan batching nodes on TPC-H",
         article=article, ours=ours, tables=tables, machine=machine_info(),
-        versions=rs.postgres_versions(run.server, run.server_version_num),
+        versions=rs.postgres_versions(run.server.removeprefix("PostgreSQL "), run.server_version_num),
         command=rs.command_line(), plots=["speedup.png"], raw_data=raw,
         notes=[f"Counters: {run.counter_tool}"],
     ))
