@@ -47,7 +47,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from pglab import __version__, html_report, report_section
-from pglab.cliargs import positive_int
+from pglab.cliargs import positive_int, resolve_out_dir
 from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
 from pglab.experiments import buffered_plan
@@ -130,8 +130,8 @@ def build_parser() -> LabArgumentParser:
     flush.add_argument("--quick", action="store_true",
                        help=f"small grid for a demo: sizes {','.join(map(str, flush_options.QUICK_SIZES))}, "
                             f"{flush_options.QUICK_ITERATIONS} iterations (explicit --sizes/--iterations win)")
-    flush.add_argument("--out", type=Path, default=Path("results/flush-cost"), metavar="DIR",
-                       help="output directory, created if missing (its parent must exist; default %(default)s)")
+    flush.add_argument("--out", type=Path, metavar="DIR",
+                       help="output directory, created if missing (its parent must exist; default results/flush-cost)")
     flush.add_argument("--evict", type=EvictMode, choices=list(EvictMode), default=EvictMode.FUNCTION,
                        help="function: pg_evict_local_buffers(table); displacer: the article's way, fill "
                             "the pool with a scratch table, flush and drop it (default %(default)s)")
@@ -158,15 +158,11 @@ def build_parser() -> LabArgumentParser:
 def flush_cost_options(args: argparse.Namespace) -> FlushCostOptions:
     if args.dsn is not None and args.checksums is not None:
         raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
-    out_dir: Path = args.out
-    if not out_dir.parent.is_dir():
-        raise LabError(f"--out {out_dir}: parent directory {out_dir.parent} does not exist")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise LabError(f"--out {out_dir} exists and is not a directory")
     if args.tablespace_dir is not None and not args.tablespace_dir.is_dir():
         raise LabError(f"--tablespace-dir {args.tablespace_dir} is not an existing directory")
     if args.pg_config is not None and not args.pg_config.is_file():
         raise LabError(f"pg_config not found: {args.pg_config}")
+    out_dir = resolve_out_dir(args.out, Path("results/flush-cost"))
     sizes = args.sizes or (flush_options.QUICK_SIZES if args.quick else flush_options.ARTICLE_SIZES)
     iterations = args.iterations or (
         flush_options.QUICK_ITERATIONS if args.quick else flush_options.DEFAULT_ITERATIONS

@@ -82,5 +82,13 @@ def prepare_out_dir(out: Path, defaulted: bool) -> Path:
     return out
 
 
+def resolve_out_dir(out: Path | None, default: Path) -> Path:
+    """--out as given (its parent must exist), else `default`, created with its parents."""
+    if out is not None:
+        check_out_dir(out)
+        return out
+    return prepare_out_dir(default, defaulted=True)
+
+
 def describe_choices(values: Any) -> str:
     return ", ".join(str(v) for v in values)

@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pglab import report_section as rs
+from pglab.cliargs import resolve_out_dir
 from pglab.cluster import Cluster
 from pglab.errors import LabError
 from pglab.jsonio import write_json
@@ -101,7 +102,8 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--all-queries", action="store_true", help="also time the 22 TPC-H queries")
     p.add_argument("--counter-scale", type=float, default=0.01,
                    help="scale factor of the counter runs (cachegrind is ~50x slower; default %(default)s)")
-    p.add_argument("--out", type=Path, default=Path("results/buffered-plan"), metavar="DIR")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="output directory (its parent must exist; default results/buffered-plan)")
     p.add_argument("--pg-config", type=Path,
                    help="server to use (default: $PG_CONFIG, else the wheel's PostgreSQL 18); "
                         "pg_buffered_plan must be installed in it")
@@ -115,14 +117,13 @@ def options_from_args(args: argparse.Namespace) -> Options:
     if args.all_queries:
         for path in sorted(queries_dir.glob("q*.sql")):
             queries.setdefault(path.stem, path.read_text())
-    if not args.out.parent.is_dir():
-        raise LabError(f"--out {args.out}: parent directory {args.out.parent} does not exist")
+    out_dir = resolve_out_dir(args.out, Path("results/buffered-plan"))
     repeats = args.repeats or (3 if args.quick else 5)
     if repeats < 1:
         raise LabError("--repeats must be at least 1")
     all_configs = (OFF,) + tuple(itertools.product(PLACEMENTS, BATCH_SIZES))
     return Options(
-        out_dir=args.out, pg_config=args.pg_config,
+        out_dir=out_dir, pg_config=args.pg_config,
         scale=args.scale or (0.1 if args.quick else 1.0), repeats=repeats, queries=queries,
         batch_sizes=BATCH_SIZES, counter_scale=args.counter_scale,
         counter_queries=("q01",) if args.quick else ("count", "q01", "q06"),

@@ -8,12 +8,13 @@ from typing import Any
 
 from rich.console import Console
 
-from pglab.cliargs import add_target_arguments, check_out_dir, check_pg_config, positive_int, positive_int_list
+from pglab.cliargs import add_target_arguments, check_pg_config, positive_int, positive_int_list, resolve_out_dir
 from pglab.errors import LabError
 from pglab.experiments.parallel_temp import options as opt
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 
 NAME = "parallel-temp"
+DEFAULT_OUT = Path("results/parallel-temp")
 
 
 def add_parser(commands: Any) -> None:
@@ -43,15 +44,14 @@ def add_parser(commands: Any) -> None:
                              f"{opt.QUICK_REPETITIONS} repetitions")
     parser.add_argument("--no-decision", dest="decision", action="store_false",
                         help="skip the decision experiment")
-    parser.add_argument("--out", type=Path, default=Path("results/parallel-temp"), metavar="DIR",
-                        help="output directory, created if missing (default %(default)s)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help=f"output directory, created if missing (its parent must exist; default {DEFAULT_OUT})")
     add_target_arguments(parser, ", pg_tempbuf installed in it")
     parser.add_argument("--checksums", action=argparse.BooleanOptionalAction, default=None,
                         help="data checksums of the throwaway cluster (default: initdb's default)")
 
 
 def options_from(args: argparse.Namespace) -> ParallelTempOptions:
-    check_out_dir(args.out)
     check_pg_config(args.pg_config)
     if args.dsn is not None and args.checksums is not None:
         raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
@@ -60,7 +60,7 @@ def options_from(args: argparse.Namespace) -> ParallelTempOptions:
         workers=args.workers or opt.default_workers(),
         repetitions=args.repetitions or (opt.QUICK_REPETITIONS if args.quick else opt.DEFAULT_REPETITIONS),
         temp_buffers=args.temp_buffers,
-        out_dir=args.out,
+        out_dir=resolve_out_dir(args.out, DEFAULT_OUT),
         pg_config=args.pg_config,
         dsn=args.dsn,
         checksums=args.checksums,
