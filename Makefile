@@ -29,7 +29,7 @@ DEMO_PG15_CONFIG ?=
 
 APT_PACKAGES := postgresql-15 postgresql-server-dev-15 chromium linux-perf bpftrace
 
-.PHONY: all system-packages venv build install test installcheck pytest demo clean
+.PHONY: all system-packages venv build install test installcheck pytest demo demo-run clean
 
 all: install
 
@@ -76,8 +76,11 @@ pytest: install
 test: system-packages
 	$(MAKE) installcheck pytest
 
+# A sub-make, so that PG_CONFIG is computed after .venv (and the wheel) exist.
 demo: system-packages
-	$(MAKE) install
+	$(MAKE) demo-run
+
+demo-run: install
 	mkdir -p $(DEMO_OUT)
 	$(PGLAB) flush-cost --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/flush-cost
 	$(PGLAB) parallel-temp --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/parallel-temp
