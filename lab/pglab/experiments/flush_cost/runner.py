@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
-import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -30,10 +28,11 @@ from pglab.experiments.flush_cost import options as opt
 from pglab.experiments.flush_cost.options import FlushCostOptions, SizePlan, plan_sizes, pool_blocks
 from pglab.experiments.flush_cost.records import PhaseRecord, RawCsvWriter
 from pglab.experiments.flush_cost.steps import PhaseMeasurement, SizeSession
-from pglab.explain import ExplainParseError
 from pglab.jsonio import write_json
 from pglab.machine import available_memory_bytes, filesystem_of, free_disk_bytes, machine_info
 from pglab.rawio import can_drop_page_cache, drop_page_cache, measure_raw_io
+from pglab.report_section import utc_timestamp
+from pglab.runlog import recorded_run
 from pglab.server import TargetServer, first_line, open_target
 from pglab.server import server_facts as shared_server_facts
 from pglab.tablespace import Tablespace, scratch_tablespace
@@ -90,10 +89,6 @@ class FlushCostRun:
         }
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
 def ensure_extension(conn: psycopg.Connection[Any], where: str) -> tuple[str, bool]:
     """CREATE EXTENSION pg_tempbuf if needed; a clear error if the server lacks it.
     Returns (its version, whether we created it)."""
@@ -131,26 +126,14 @@ def run_flush_cost(options: FlushCostOptions, console: Console) -> FlushCostRun:
     meta.json is written here too, also when the run fails, so a failed run says why."""
     if options.cold_cache and not can_drop_page_cache():
         raise LabError("--cold-cache needs root and a writable /proc/sys/vm/drop_caches")
-    run = FlushCostRun(options=options, started=_now(), machine=machine_info())
-    clock = time.monotonic()
+    run = FlushCostRun(options=options, started=utc_timestamp(), machine=machine_info())
     options.out_dir.mkdir(exist_ok=True)
-    status, error = "failed", None
-    try:
-        _run(run, console)
-        status = "ok"
-    except LabError as exc:
-        error = str(exc)
-        raise
-    except (psycopg.Error, ExplainParseError) as exc:
-        error = f"{type(exc).__name__}: {first_line(exc)}"
-        raise LabError(error) from exc
-    except KeyboardInterrupt:
-        error = "interrupted"
-        raise
-    finally:
-        run.finished = _now()
-        run.wall_s = round(time.monotonic() - clock, 3)
+
+    def write_meta(status: str, error: str | None) -> None:
         write_json(options.out_dir / "meta.json", run.meta(status, error))
+
+    with recorded_run(run, write_meta):
+        _run(run, console)
     return run
 
 

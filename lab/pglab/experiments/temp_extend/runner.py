@@ -34,7 +34,8 @@ from pglab.machine import available_memory_bytes, filesystem_of, free_disk_bytes
 from pglab.pgconfig import PgInstall
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
-from pglab.server import TargetServer, first_line, open_target, server_facts
+from pglab.runlog import recorded_run
+from pglab.server import TargetServer, open_target, server_facts
 from pglab.tablespace import Tablespace, scratch_tablespace
 
 CTAS_TABLE = "pglab_te_ctas"
@@ -163,26 +164,14 @@ def run_temp_extend(options: TempExtendOptions, console: Console) -> TempExtendR
     """Measure the grid; raw.csv and meta.json are written also when the run fails."""
     result = TempExtendResult(options=options, started=utc_timestamp(), machine=machine_info(),
                               command=command_line())
-    clock = time.monotonic()
-    status, error = "failed", None
-    try:
-        _run(result, console)
-        status = "ok"
-    except LabError as exc:
-        error = str(exc)
-        raise
-    except psycopg.Error as exc:
-        error = f"{type(exc).__name__}: {first_line(exc)}"
-        raise LabError(error) from exc
-    except KeyboardInterrupt:
-        error = "interrupted"
-        raise
-    finally:
-        result.finished = utc_timestamp()
-        result.wall_s = round(time.monotonic() - clock, 3)
-        if result.out_dir is not None:
+
+    def write_data(status: str, error: str | None) -> None:
+        if result.out_dir is not None:  # known once the server's version is
             write_raw_csv(result.out_dir / "raw.csv", result.runs)
             write_json(result.out_dir / "meta.json", result.meta(status, error))
+
+    with recorded_run(result, write_data):
+        _run(result, console)
     return result
 
 
