@@ -12,15 +12,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, TaskID
 
 import pglab
 from pglab.errors import LabError
@@ -30,6 +22,7 @@ from pglab.experiments.flush_cost.records import PhaseRecord, RawCsvWriter
 from pglab.experiments.flush_cost.steps import PhaseMeasurement, SizeSession
 from pglab.jsonio import write_json
 from pglab.machine import available_memory_bytes, filesystem_of, free_disk_bytes, machine_info
+from pglab.progress import lab_progress
 from pglab.rawio import can_drop_page_cache, drop_page_cache, measure_raw_io
 from pglab.report_section import utc_timestamp
 from pglab.runlog import recorded_run
@@ -215,14 +208,7 @@ def _measure_all(
 ) -> None:
     options = run.options
     assert run.plan is not None
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    )
+    progress = lab_progress(console)
     with RawCsvWriter(options.out_dir / "raw.csv") as raw_csv, progress:
         task = progress.add_task("flush-cost", total=len(run.plan.kept) * options.iterations)
 
