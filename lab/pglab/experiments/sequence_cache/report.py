@@ -11,6 +11,7 @@ from pglab import report_section as rs
 from pglab.experiments.sequence_cache import analysis, article
 from pglab.experiments.sequence_cache.options import ARTICLE_BULK_CALLS, NAME, Kind
 from pglab.experiments.sequence_cache.runner import PerfPoint, SequenceCacheResult
+from pglab.run_report import run_section, server_label, summary_opening
 
 TITLE = "Sequence CACHE under concurrency"
 
@@ -99,11 +100,6 @@ def perf_table(result: SequenceCacheResult) -> rs.Table:
                     caption=f"perf: {result.perf_note}")
 
 
-def server_label(result: SequenceCacheResult) -> str:
-    """'PostgreSQL 15.20' (Debian's version string adds its package version in parentheses)."""
-    return f"PostgreSQL {str(result.server.get('version') or '?').split()[0]}"
-
-
 def notes(result: SequenceCacheResult, summaries: list[VariantSummary] | None = None) -> list[str]:
     lines = [
         f"pgbench: {result.pgbench} -n -f <script> -c N -j N -T {result.options.duration_s}; scripts in scripts/ "
@@ -150,30 +146,15 @@ def write_outputs(result: SequenceCacheResult) -> tuple[list[VariantSummary], rs
     tables = [*curve_tables(result, summaries), perf_table(result)]
     all_notes = notes(result, summaries)
     (out / "summary.md").write_text(summary_markdown(result, ours, tables, all_notes), encoding="utf-8")
-    rs.write_section(out, rs.Section(
-        experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=tables,
-        machine=result.machine,
-        versions=rs.postgres_versions(str(result.server.get("version")), result.version_num,
-                                      postgresql_full=result.server.get("version_full")),
-        command=result.command, plots=plots, raw_data=["raw.csv", "perf.csv", "summary.csv", "meta.json"],
-        notes=all_notes, generated=result.finished or rs.utc_timestamp(),
+    rs.write_section(out, run_section(
+        result, experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=tables,
+        plots=plots, raw_data=["raw.csv", "perf.csv", "summary.csv", "meta.json"], notes=all_notes,
     ))
     return summaries, ours, all_notes
 
 
 def summary_markdown(result: SequenceCacheResult, ours: rs.Table, tables: list[rs.Table], all_notes: list[str]) -> str:
-    m = result.machine
-    lines = [
-        f"# {TITLE}",
-        "",
-        f"- server: {result.server.get('version_full')} ({result.server.get('target')})",
-        f"- machine: {m.get('cpu_model')}, {m.get('cpu_cores_logical')} logical cores, "
-        f"{m.get('memory_total_bytes', 0) / 2**30:.1f} GiB memory, kernel {m.get('kernel')}",
-        f"- measured {result.started} .. {result.finished}; rerun: `{result.command}`",
-        "",
-        "## The article", "", article.table().markdown(), "",
-        "## Ours", "", ours.markdown(), "",
-    ]
+    lines = summary_opening(TITLE, result, article.table(), ours)
     for table in tables:
         lines += [table.markdown(), ""]
     lines += ["## Notes", "", *[f"- {n}" for n in all_notes], "",

@@ -13,6 +13,7 @@ from pglab import report_section as rs
 from pglab.experiments.temp_extend import article, iostats
 from pglab.experiments.temp_extend.options import DISK, NAME, TEMP_BUFFER_MODES, TMPFS
 from pglab.experiments.temp_extend.runner import CtasRun, TempExtendResult
+from pglab.run_report import run_section, server_label, summary_opening
 from pglab.stats import summarize
 
 TITLE = "Temporary-table extends and tmpfs tablespaces"
@@ -161,11 +162,6 @@ def ratio_table(cells: list[CellSummary]) -> rs.Table:
                     caption="How much faster tmpfs is: disk / tmpfs (article: 50.9 / 6.0 ms and 15.6 / 2.4 s)")
 
 
-def server_label(result: TempExtendResult) -> str:
-    """'PostgreSQL 15.20' (Debian's version string adds its package version in parentheses)."""
-    return f"PostgreSQL {str(result.server.get('version') or '?').split()[0]}"
-
-
 def probe_overhead_note(cells: list[CellSummary]) -> str | None:
     traced = [c for c in cells if c.traced_elapsed_ms is not None]
     if not traced:
@@ -226,29 +222,16 @@ def write_outputs(result: TempExtendResult) -> tuple[list[CellSummary], list[str
     ours, ratios = ours_table(result, cells), ratio_table(cells)
     all_notes = notes(result, cells)
     (out / "summary.md").write_text(summary_markdown(result, ours, ratios, all_notes), encoding="utf-8")
-    rs.write_section(out, rs.Section(
-        experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=[ratios],
-        machine=result.machine,
-        versions=rs.postgres_versions(str(result.server.get("version")), result.version_num,
-                                      postgresql_full=result.server.get("version_full")),
-        command=result.command, plots=plots, raw_data=["raw.csv", "cells.csv", "meta.json"],
-        notes=all_notes, generated=result.finished or rs.utc_timestamp(),
+    rs.write_section(out, run_section(
+        result, experiment=NAME, title=TITLE, article=article.table(), ours=ours, tables=[ratios],
+        plots=plots, raw_data=["raw.csv", "cells.csv", "meta.json"], notes=all_notes,
     ))
     return cells, all_notes
 
 
 def summary_markdown(result: TempExtendResult, ours: rs.Table, ratios: rs.Table, all_notes: list[str]) -> str:
-    m = result.machine
     lines = [
-        f"# {TITLE}",
-        "",
-        f"- server: {result.server.get('version_full')} ({result.server.get('target')})",
-        f"- machine: {m.get('cpu_model')}, {m.get('cpu_cores_logical')} logical cores, "
-        f"{m.get('memory_total_bytes', 0) / 2**30:.1f} GiB memory, kernel {m.get('kernel')}",
-        f"- measured {result.started} .. {result.finished}; rerun: `{result.command}`",
-        "",
-        "## The article", "", article.table().markdown(), "",
-        "## Ours", "", ours.markdown(), "",
+        *summary_opening(TITLE, result, article.table(), ours),
         "## disk / tmpfs", "", ratios.markdown(), "",
         "## Notes", "",
         *[f"- {n}" for n in all_notes],
