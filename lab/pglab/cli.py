@@ -47,7 +47,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from pglab import __version__, html_report, report_section
-from pglab.cliargs import positive_int, resolve_out_dir
+from pglab.cliargs import check_checksums_target, check_pg_config, positive_int, resolve_out_dir
 from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
 from pglab.experiments import buffered_plan
@@ -156,12 +156,10 @@ def build_parser() -> LabArgumentParser:
 
 
 def flush_cost_options(args: argparse.Namespace) -> FlushCostOptions:
-    if args.dsn is not None and args.checksums is not None:
-        raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
+    check_checksums_target(args)
     if args.tablespace_dir is not None and not args.tablespace_dir.is_dir():
         raise LabError(f"--tablespace-dir {args.tablespace_dir} is not an existing directory")
-    if args.pg_config is not None and not args.pg_config.is_file():
-        raise LabError(f"pg_config not found: {args.pg_config}")
+    check_pg_config(args.pg_config)
     out_dir = resolve_out_dir(args.out, Path("results/flush-cost"))
     sizes = args.sizes or (flush_options.QUICK_SIZES if args.quick else flush_options.ARTICLE_SIZES)
     iterations = args.iterations or (

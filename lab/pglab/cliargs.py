@@ -51,6 +51,25 @@ def add_target_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     target.add_argument("--dsn", help="use this existing server instead (libpq connection string; superuser)")
 
 
+def add_out_argument(parser: argparse.ArgumentParser, experiment: str) -> None:
+    """--out DIR, defaulting to default_out_dir(experiment, the server's major) after the run starts."""
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help=f"output directory (default results/{experiment}-pg<major>; an explicit one "
+                             "needs an existing parent)")
+
+
+def check_out_and_pg_config(args: argparse.Namespace) -> None:
+    """--out and --pg-config, checked before a run starts."""
+    check_out_dir(args.out)
+    check_pg_config(args.pg_config)
+
+
+def check_checksums_target(args: argparse.Namespace) -> None:
+    """--checksums/--no-checksums set up a throwaway cluster: not with --dsn."""
+    if args.dsn is not None and args.checksums is not None:
+        raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
+
+
 def check_out_dir(out: Path | None) -> None:
     """--out must be a directory or creatable in an existing parent."""
     if out is None:

@@ -8,8 +8,14 @@ from typing import Any
 
 from rich.console import Console
 
-from pglab.cliargs import add_target_arguments, check_pg_config, positive_int, positive_int_list, resolve_out_dir
-from pglab.errors import LabError
+from pglab.cliargs import (
+    add_target_arguments,
+    check_checksums_target,
+    check_pg_config,
+    positive_int,
+    positive_int_list,
+    resolve_out_dir,
+)
 from pglab.experiments.parallel_temp import options as opt
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 
@@ -53,8 +59,7 @@ def add_parser(commands: Any) -> None:
 
 def options_from(args: argparse.Namespace) -> ParallelTempOptions:
     check_pg_config(args.pg_config)
-    if args.dsn is not None and args.checksums is not None:
-        raise LabError("--checksums/--no-checksums only apply to a throwaway cluster, not with --dsn")
+    check_checksums_target(args)
     return ParallelTempOptions(
         rows=args.rows or (opt.QUICK_ROWS if args.quick else opt.DEFAULT_ROWS),
         workers=args.workers or opt.default_workers(),

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from pglab.cliargs import add_target_arguments, check_out_dir, check_pg_config, positive_int, positive_int_list
+from pglab.cliargs import (
+    add_out_argument,
+    add_target_arguments,
+    check_out_and_pg_config,
+    positive_int,
+    positive_int_list,
+)
 from pglab.errors import LabError
 from pglab.experiments.sequence_cache import options as opt
 from pglab.experiments.sequence_cache.options import Kind, PerfMode, SequenceCacheOptions
@@ -51,15 +56,12 @@ def add_parser(commands: Any) -> None:
                         help="demo grid: 1 s per point, clients 1, cores, 4 x cores, "
                              f"{opt.QUICK_BULK_CALLS:,} calls per bulk transaction, perf for the bulk "
                              "transaction only (as in the article; explicit options win)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="output directory (default results/sequence-cache-pg<major>; an explicit one "
-                             "needs an existing parent)")
+    add_out_argument(parser, NAME)
     add_target_arguments(parser, "")
 
 
 def options_from(args: argparse.Namespace) -> SequenceCacheOptions:
-    check_out_dir(args.out)
-    check_pg_config(args.pg_config)
+    check_out_and_pg_config(args)
     cores = opt.cores()
     clients = args.clients or (opt.quick_clients(cores) if args.quick else opt.default_clients(cores))
     if args.calls is not None and Kind.BULK not in (args.transactions or tuple(Kind)):

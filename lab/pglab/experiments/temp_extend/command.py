@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from pglab.cliargs import add_target_arguments, check_out_dir, check_pg_config, positive_int
+from pglab.cliargs import add_out_argument, add_target_arguments, check_out_and_pg_config, positive_int
 from pglab.errors import LabError
 from pglab.experiments.temp_extend import options as opt
 from pglab.experiments.temp_extend.options import TempExtendOptions
@@ -51,15 +51,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"demo grid: sizes {','.join(opt.QUICK_SIZES)}, {opt.QUICK_ITERATIONS} iterations "
                              "(explicit --sizes/--iterations win)")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="output directory (default results/temp-extend-pg<major>; an explicit one "
-                             "needs an existing parent)")
+    add_out_argument(parser, NAME)
     add_target_arguments(parser, "")
 
 
 def options_from(args: argparse.Namespace) -> TempExtendOptions:
-    check_out_dir(args.out)
-    check_pg_config(args.pg_config)
+    check_out_and_pg_config(args)
     if args.small_temp_buffers < opt.SMALL_TEMP_BUFFERS:
         raise LabError(f"--small-temp-buffers {args.small_temp_buffers}: PostgreSQL's minimum is "
                        f"{opt.SMALL_TEMP_BUFFERS} blocks")
