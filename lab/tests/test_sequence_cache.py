@@ -2,11 +2,10 @@
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import assert_bad_pg_config_in_a_subprocess_is_one_line, assert_main_fails_in_one_line, run_pglab
 
 from pglab.cli import main
 from pglab.cluster import Cluster
@@ -21,10 +20,6 @@ CLIENTS = (1, 2)
 CALLS = 2000
 OUTPUTS = {"raw.csv", "perf.csv", "summary.csv", "summary.md", "meta.json", "section.json",
            "tps.png", "scaling.png", "locks.png"}
-
-
-def _pglab(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pglab", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def _rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
@@ -65,9 +60,9 @@ def test_perf_script_parsing() -> None:
 
 def test_tiny_grid_on_a_throwaway_cluster(pg_config_path: str, tmp_path: Path) -> None:
     out = tmp_path / "seq"
-    result = _pglab("sequence-cache", "--pg-config", pg_config_path, "--sequences", ",".join(VARIANTS),
-                    "--clients", ",".join(map(str, CLIENTS)), "--duration", "1", "--calls", str(CALLS),
-                    "--out", str(out))
+    result = run_pglab("sequence-cache", "--pg-config", pg_config_path, "--sequences", ",".join(VARIANTS),
+                       "--clients", ",".join(map(str, CLIENTS)), "--duration", "1", "--calls", str(CALLS),
+                       "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "The article" in result.stdout and "Ours (PostgreSQL" in result.stdout
     assert OUTPUTS <= {p.name for p in out.iterdir()}
@@ -133,17 +128,8 @@ def test_existing_server_single_only_without_perf(pg_cluster: Cluster, tmp_path:
     ],
 )
 def test_bad_options(args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    try:
-        code = main(["sequence-cache", "--out", str(tmp_path / "out"), *args])
-    except SystemExit as exc:  # argparse's usage errors
-        code = exc.code
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code != 0 and len(lines) == 1 and needle in lines[0], err
+    assert_main_fails_in_one_line(["sequence-cache", "--out", str(tmp_path / "out"), *args], needle, capsys)
 
 
 def test_bad_option_in_a_subprocess_is_one_line(tmp_path: Path) -> None:
-    result = _pglab("sequence-cache", "--out", str(tmp_path / "out"), "--pg-config", "/nonexistent/pg_config",
-                    timeout=60)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr
+    assert_bad_pg_config_in_a_subprocess_is_one_line("sequence-cache", tmp_path / "out")

@@ -3,13 +3,12 @@
 import csv
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import assert_bad_pg_config_in_a_subprocess_is_one_line, assert_main_fails_in_one_line, run_pglab
 
 from pglab.cli import main
 from pglab.cluster import Cluster
@@ -23,10 +22,6 @@ from pglab.report_section import load_section
 SIZES = "2k,20k"
 ITERATIONS = 2
 OUTPUTS = {"raw.csv", "cells.csv", "summary.md", "meta.json", "section.json", "elapsed.png", "io.png"}
-
-
-def _pglab(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pglab", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -55,8 +50,8 @@ def tmpfs_dir() -> Iterator[Path]:
 
 def test_tiny_grid_on_a_throwaway_cluster(pg_config_path: str, tmp_path: Path, tmpfs_dir: Path) -> None:
     out = tmp_path / "te"
-    result = _pglab("temp-extend", "--pg-config", pg_config_path, "--sizes", SIZES,
-                    "--iterations", str(ITERATIONS), "--tmpfs-dir", str(tmpfs_dir), "--out", str(out))
+    result = run_pglab("temp-extend", "--pg-config", pg_config_path, "--sizes", SIZES,
+                       "--iterations", str(ITERATIONS), "--tmpfs-dir", str(tmpfs_dir), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "The article" in result.stdout and "Ours (PostgreSQL" in result.stdout and "disk / tmpfs" in result.stdout
     assert OUTPUTS <= {p.name for p in out.iterdir()}
@@ -132,23 +127,15 @@ def test_existing_server_without_tmpfs(pg_cluster: Cluster, tmp_path: Path) -> N
     ],
 )
 def test_bad_options(args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    try:
-        code = main(["temp-extend", "--out", str(tmp_path / "out"), *args])
-    except SystemExit as exc:  # argparse's usage errors
-        code = exc.code
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code != 0 and len(lines) == 1 and needle in lines[0], err
+    assert_main_fails_in_one_line(["temp-extend", "--out", str(tmp_path / "out"), *args], needle, capsys)
 
 
 def test_bad_option_in_a_subprocess_is_one_line(tmp_path: Path) -> None:
-    result = _pglab("temp-extend", "--out", str(tmp_path / "out"), "--pg-config", "/nonexistent/pg_config", timeout=60)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr
+    assert_bad_pg_config_in_a_subprocess_is_one_line("temp-extend", tmp_path / "out")
 
 
 def test_out_parent_must_exist() -> None:
-    result = _pglab("temp-extend", "--out", "/nonexistent/parent/out", timeout=60)
+    result = run_pglab("temp-extend", "--out", "/nonexistent/parent/out", timeout=60)
     assert result.returncode != 0 and "does not exist" in result.stderr and "Traceback" not in result.stderr
 
 
