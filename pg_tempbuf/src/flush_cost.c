@@ -48,9 +48,10 @@ tb_define_cost_gucs(void)
  * Estimated cost of flushing rel's dirty main-fork pages (what a scan of
  * the table needs on disk), or every dirty page for rel == NULL.  Either
  * way the flush walks the whole pool, hence the pool-wide second term.
+ * The number of dirty pages priced goes to *dirty_pages when not NULL.
  */
 double
-tb_flush_cost(Relation rel)
+tb_flush_cost(Relation rel, int *dirty_pages)
 {
 	TbLocalBufferCounts pool;
 	TbLocalBufferCounts scope;
@@ -65,6 +66,8 @@ tb_flush_cost(Relation rel)
 	else
 		scope = pool;
 
+	if (dirty_pages)
+		*dirty_pages = scope.dirty;
 	return tb_write_page_cost * scope.dirty +
 		tb_buffer_scan_cost * pool.allocated;
 }

@@ -206,7 +206,7 @@ pg_temp_flush_cost(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(0))
 		rel = open_own_temp_table(PG_GETARG_OID(0));
 
-	cost = tb_flush_cost(rel);
+	cost = tb_flush_cost(rel, NULL);
 
 	if (rel)
 		relation_close(rel, AccessShareLock);

@@ -44,7 +44,7 @@ extern BlockNumber *tb_resident_blocks(TbRelFileId file, ForkNumber fork,
 									   int *nblocks);
 
 /* flush_cost.c */
-extern double tb_flush_cost(Relation rel);
+extern double tb_flush_cost(Relation rel, int *dirty_pages);
 
 /* page_reader.c: private page copies and hint-bit-free visibility */
 extern bool tb_verify_reread;

@@ -96,13 +96,13 @@ count_relids_walker(Node *node, void *context)
  * Mark our scans in a finished plan whose table the flat range table lists
  * more than once.  Subplans and initplans are walked from PlannedStmt.
  */
-static bool
+static void
 mark_read_elsewhere_walker(Plan *plan, List *rtable)
 {
 	ListCell   *lc;
 
 	if (plan == NULL)
-		return false;
+		return;
 	if (tb_is_temp_scan(plan))
 	{
 		CustomScan *cscan = (CustomScan *) plan;
@@ -132,7 +132,6 @@ mark_read_elsewhere_walker(Plan *plan, List *rtable)
 	if (IsA(plan, CustomScan))
 		foreach(lc, ((CustomScan *) plan)->custom_plans)
 			mark_read_elsewhere_walker(lfirst(lc), rtable);
-	return false;
 }
 
 static PlannedStmt *
@@ -274,8 +273,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 {
 	Relation	relation;
 	CustomPath *cpath;
-	TbLocalBufferCounts counts;
-	TbRelFileId file;
+	int			dirty_pages;
 	bool		toast_sensitive;
 	bool		supported;
 	int			parallel_workers;
@@ -318,9 +316,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	/* Doomed to run in the leader alone right now: don't offer it. */
 	if (supported && toast_sensitive && tb_toast_has_data(relation))
 		supported = false;
-	file = TbRelationFileId(relation);
-	tb_count_local_buffers(&file, MAIN_FORKNUM, &counts);
-	flush_cost = tb_flush_cost(relation);
+	flush_cost = tb_flush_cost(relation, &dirty_pages);
 	table_close(relation, NoLock);
 	if (!supported)
 		return;
@@ -336,7 +332,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = NIL;
-	cpath->custom_private = tb_temp_scan_private(toast_sensitive, counts.dirty,
+	cpath->custom_private = tb_temp_scan_private(toast_sensitive, dirty_pages,
 												 flush_cost);
 	cpath->methods = &temp_scan_path_methods;
 	cost_temp_scan(&cpath->path, root, rel, flush_cost);
