@@ -21,10 +21,13 @@ UNKNOWN_WARNINGS := $(foreach f,$(filter -W%,$(CFLAGS)),$(if $(shell $(CC) $(f) 
 override CFLAGS := $(filter-out $(UNKNOWN_WARNINGS),$(CFLAGS))
 
 # Objects built against one server must not be reused for another: rebuild
-# whenever PG_CONFIG names a different installation.
+# whenever PG_CONFIG names a different installation.  PGXS tracks no header
+# dependencies either (unless the server was configured with
+# --enable-depend), so every object also depends on the extension's own
+# headers: a changed struct must not leave objects with the old layout.
 BUILD_STAMP = .pg_config_stamp
 EXTRA_CLEAN += $(BUILD_STAMP)
-$(OBJS) $(OBJS:.o=.bc): $(BUILD_STAMP)
+$(OBJS) $(OBJS:.o=.bc): $(BUILD_STAMP) $(wildcard src/*.h)
 $(BUILD_STAMP): FORCE
 	@echo '$(PG_CONFIG) $(VERSION)' | cmp -s - $@ || echo '$(PG_CONFIG) $(VERSION)' > $@
 .PHONY: FORCE
