@@ -32,7 +32,6 @@ void
 tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 					   TbLocalBufferCounts *counts)
 {
-	counts->pool_size = NLocBuffer;
 	counts->allocated = 0;
 	counts->dirty = 0;
 

@@ -30,7 +30,6 @@ extern void tb_define_cost_gucs(void);
  */
 typedef struct TbLocalBufferCounts
 {
-	int			pool_size;		/* NLocBuffer: 0 until first temp access */
 	int			allocated;
 	int			dirty;
 } TbLocalBufferCounts;
