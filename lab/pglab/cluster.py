@@ -168,6 +168,8 @@ class Cluster:
         self._socket_dir.mkdir(exist_ok=True)
         self.os_user.chown(self._base_dir)
         self.os_user.chown(self._socket_dir)
+        for directory in (self.install.bindir, self.install.pkglibdir, self.install.sharedir):
+            self.os_user.grant_search(directory)
         try:
             self._initdb()
             self._write_settings()

