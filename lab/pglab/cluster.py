@@ -63,6 +63,13 @@ def parse_setting_assignment(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
+# psycopg prepares a statement on its 5th execution, and a prepared statement keeps
+# its plan across SET: an experiment that times one query text under different
+# planner settings (pg_tempbuf.parallel_scan on/off, batch sizes) would then time
+# the same cached plan for every setting.  Lab and test connections never do that.
+NO_IMPLICIT_PREPARE = None
+
+
 class Cluster:
     """A PostgreSQL cluster created by initdb in a temporary directory.
 
@@ -210,8 +217,10 @@ class Cluster:
 
     def connect(self, autocommit: bool = True, **conninfo: Any) -> psycopg.Connection[Any]:
         """A psycopg connection as the superuser; keyword arguments override conninfo
-        parameters (e.g. options="-c temp_buffers=1000", dbname=...)."""
-        return psycopg.connect(self.conninfo, autocommit=autocommit, **conninfo)
+        parameters (e.g. options="-c temp_buffers=1000", dbname=...).  It never
+        prepares statements on its own (see NO_IMPLICIT_PREPARE)."""
+        return psycopg.connect(self.conninfo, autocommit=autocommit,
+                               prepare_threshold=NO_IMPLICIT_PREPARE, **conninfo)
 
     def psql(self, *args: str, sql: str | None = None, check: bool = True) -> str:
         """Run this installation's psql (-X -A -t, ON_ERROR_STOP) and return its stdout."""

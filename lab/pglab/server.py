@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from pglab.cluster import Cluster
+from pglab.cluster import NO_IMPLICIT_PREPARE, Cluster
 from pglab.errors import LabError
 from pglab.osuser import OsUser
 from pglab.pgconfig import PgInstall
@@ -36,7 +36,8 @@ class TargetServer:
         if "connect_timeout" not in conninfo_to_dict(self.conninfo):
             conninfo.setdefault("connect_timeout", CONNECT_TIMEOUT_S)  # fail fast on a dead host
         try:
-            return psycopg.connect(self.conninfo, autocommit=autocommit, **conninfo)
+            return psycopg.connect(self.conninfo, autocommit=autocommit,
+                                   prepare_threshold=NO_IMPLICIT_PREPARE, **conninfo)
         except psycopg.OperationalError as exc:
             raise LabError(f"cannot connect to {self.description}: {first_line(exc)}") from exc
 

@@ -117,3 +117,14 @@ def test_grant_search_adds_only_search_permission(tmp_path: Path) -> None:
     assert stat.S_IMODE(outer.stat().st_mode) == 0o701
     assert stat.S_IMODE((outer / "install").stat().st_mode) == 0o751
     assert stat.S_IMODE(inner.stat().st_mode) & stat.S_IXOTH
+
+
+def test_connections_never_prepare_implicitly(pg_cluster: Cluster) -> None:
+    # A statement run many times must be planned each time, so that a SET between two
+    # runs of the same text (what the experiments compare) changes the plan.
+    with pg_cluster.connect() as conn:
+        for enable in ("on", "off", "on", "off", "on", "off", "on", "off"):
+            conn.execute(f"SET enable_seqscan = {enable}")
+            conn.execute("SELECT count(*) FROM pg_class").fetchall()
+        row = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+    assert row == (0,)

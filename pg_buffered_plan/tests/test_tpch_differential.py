@@ -153,7 +153,9 @@ def _load_tpch(conninfo: str, csv_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def conn(bp_cluster: dict[str, Any]) -> Iterator[Any]:
-    with psycopg.connect(bp_cluster["conninfo"], autocommit=True) as c:
+    # Never prepared implicitly: a prepared statement would keep one plan across the
+    # settings compared below.
+    with psycopg.connect(bp_cluster["conninfo"], autocommit=True, prepare_threshold=None) as c:
         yield c
 
 
