@@ -160,7 +160,7 @@ SELECT * FROM explain_analyze('EXECUTE count_t');
 EXECUTE count_t;
 
 -- Rescans: a Gather on the inner side of a nested loop sets up its scan
--- again on each loop (the flush then finds nothing left to write).
+-- again on each loop; the table is flushed on the first loop only.
 CREATE TEMP TABLE small AS SELECT g AS a FROM generate_series(1, 3) g;
 ANALYZE small;
 SET enable_hashjoin = off;

@@ -7,8 +7,12 @@
  *
  * Life of one execution:
  *	- The leader flushes the table's dirty main-fork pages (only those:
- *	  the scan reads nothing else) when it sets up the shared state, and
- *	  again when a rescan sets it up anew.
+ *	  the scan reads nothing else) when it first sets up the shared state.
+ *	  A rescan does not flush again: until the statement ends nothing can
+ *	  dirty those pages (a parallel query cannot write, and a statement
+ *	  that reads the table elsewhere can only set hint bits or prune dead
+ *	  rows there, so whatever it writes back still holds every row the
+ *	  snapshot sees).
  *	- Participants take chunks of blocks from a shared counter and read
  *	  them into private memory (page_reader.c); no local buffer is used,
  *	  so workers need no temp_buffers of their own.
@@ -84,7 +88,8 @@ typedef struct TempScanState
 
 	/* block allocation: shared, or private when running without DSM */
 	TempScanShared *shared;
-	bool		prepared;		/* flushed and sized for this pass */
+	bool		prepared;		/* sized for this pass */
+	bool		flushed;		/* this execution's flush is done */
 	BlockNumber nblocks;
 	BlockNumber next_block;		/* without DSM only */
 	BlockNumber chunk_next;		/* rest of the chunk in hand */
@@ -237,8 +242,8 @@ tb_toast_has_data(Relation rel)
 }
 
 /*
- * Leader only: put the table's pages on disk, size the scan, and decide
- * whether workers may take part.  Runs once per pass, at execution time,
+ * Leader only: put the table's pages on disk (first pass only), size the
+ * scan, and decide whether workers may take part.  Runs at execution time,
  * so a prepared statement sees the table as it is now.
  */
 static void
@@ -251,11 +256,15 @@ temp_scan_prepare(TempScanState *ts)
 
 	Assert(!IsParallelWorker());
 
-	INSTR_TIME_SET_CURRENT(start);
-	ts->pages_flushed += tb_flush_local_buffers(&file, MAIN_FORKNUM);
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
-	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+	if (!ts->flushed)
+	{
+		INSTR_TIME_SET_CURRENT(start);
+		ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
+		INSTR_TIME_SET_CURRENT(duration);
+		INSTR_TIME_SUBTRACT(duration, start);
+		ts->flush_ms = INSTR_TIME_GET_MILLISEC(duration);
+		ts->flushed = true;
+	}
 
 	ts->nblocks = RelationGetNumberOfBlocks(rel);
 
