@@ -195,4 +195,27 @@ SET LOCAL pg_tempbuf.parallel_scan = off;
 SELECT count(*), sum(x) FROM fresh;
 COMMIT;
 
+-- EXPLAIN's text format labels the node like core's parallel scans, and
+-- only at the label's place (a table may be called anything).  The
+-- structured formats keep core's node type and name the provider.
+CREATE TEMP TABLE "Custom Scan (Temp Seq Scan)" AS
+  SELECT g AS a FROM generate_series(1, 1000) g;
+ANALYZE "Custom Scan (Temp Seq Scan)";
+EXPLAIN (COSTS OFF) SELECT count(*) FROM "Custom Scan (Temp Seq Scan)";
+CREATE FUNCTION explain_json(query text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan jsonb;
+BEGIN
+    EXECUTE 'EXPLAIN (COSTS OFF, FORMAT JSON) ' || query INTO plan;
+    RETURN plan;
+END $$;
+SELECT node->>'Node Type' AS node_type,
+       node->>'Custom Plan Provider' AS provider,
+       node->>'Parallel Aware' AS parallel_aware
+  FROM jsonb_path_query(explain_json('SELECT count(*) FROM "Custom Scan (Temp Seq Scan)"'),
+                        'strict $.**') AS node
+ WHERE jsonb_typeof(node) = 'object' AND node ? 'Custom Plan Provider';
+DROP TABLE "Custom Scan (Temp Seq Scan)";
+
 DROP TABLE perm;

@@ -52,6 +52,7 @@ extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
 
 /* temp_scan.c: the Parallel Temp Seq Scan executor node */
+#define TB_TEMP_SCAN_NAME "Temp Seq Scan"
 extern void tb_register_temp_scan(void);
 extern bool tb_is_temp_scan(Plan *plan);
 extern bool tb_toast_has_data(Relation rel);
@@ -64,5 +65,8 @@ extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 /* planner.c: hooks that offer the parallel path */
 extern bool tb_parallel_scan_enabled;
 extern void tb_install_planner_hooks(void);
+
+/* explain_label.c: the node's label in EXPLAIN's text format */
+extern void tb_install_explain_label(void);
 
 #endif							/* PG_TEMPBUF_H */

@@ -56,7 +56,7 @@ static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 List *clauses, List *custom_plans);
 
 static const CustomPathMethods temp_scan_path_methods = {
-	.CustomName = "Temp Seq Scan",
+	.CustomName = TB_TEMP_SCAN_NAME,
 	.PlanCustomPath = plan_temp_scan_path,
 };
 

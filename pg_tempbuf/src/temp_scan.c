@@ -45,8 +45,6 @@
 #include "pg_tempbuf.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
-#define TEMP_SCAN_NAME		"Temp Seq Scan"
-
 /* custom_private of the plan: positions of its members */
 enum
 {
@@ -130,12 +128,12 @@ static void temp_scan_explain(CustomScanState *node, List *ancestors,
 							  ExplainState *es);
 
 static CustomScanMethods temp_scan_methods = {
-	.CustomName = TEMP_SCAN_NAME,
+	.CustomName = TB_TEMP_SCAN_NAME,
 	.CreateCustomScanState = temp_scan_create_state,
 };
 
 static CustomExecMethods temp_scan_exec_methods = {
-	.CustomName = TEMP_SCAN_NAME,
+	.CustomName = TB_TEMP_SCAN_NAME,
 	.BeginCustomScan = temp_scan_begin,
 	.ExecCustomScan = temp_scan_exec,
 	.EndCustomScan = temp_scan_end,
