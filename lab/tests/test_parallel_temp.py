@@ -24,7 +24,8 @@ def test_tiny_grid_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     assert result.returncode == 0, result.stderr
     assert "Speedup over the stock serial scan" in result.stdout
     assert "Decision experiment" in result.stdout
-    for name in ("raw.csv", "plans.csv", "decisions.csv", "results.json", "summary.md", "section.json",
+    for name in ("raw.csv", "plans.csv", "decisions.csv", "default_settings.csv", "results.json",
+                 "summary.md", "section.json",
                  "speedup_vs_size.png", "speedup_vs_workers.png", "decisions.png"):
         assert (out / name).is_file(), name
 
@@ -53,6 +54,18 @@ def test_tiny_grid_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     for d in results["decisions"]:
         assert d["regret_ms"] >= 0
         assert d["planner"] in ("serial", "parallel") and d["faster"] in ("serial", "parallel")
+
+    # Default settings: a 1 MB table stays serial (below min_parallel_table_scan_size);
+    # after the UPDATE of a third of the rows the forced parallel plan returns the serial rows.
+    [accepted] = results["default_settings"]
+    assert accepted["rows"] == 20000 and not accepted["planner_parallel"]
+    assert accepted["same_rows"] and accepted["after_update_same_rows"]
+    assert accepted["updated_rows"] == 20000 // 3
+    assert accepted["after_update_parallel"] and accepted["after_update_workers"] > 0
+    with (out / "default_settings.csv").open() as f:
+        samples = list(csv.DictReader(f))
+    assert sorted(r["switch"] for r in samples) == ["off", "off", "on", "on"]
+    assert "Default settings, 20,000 rows: the planner chose a serial plan" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(

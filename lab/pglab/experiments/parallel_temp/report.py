@@ -77,6 +77,41 @@ def regret_totals(decisions: list[dict[str, Any]]) -> dict[str, float]:
             "worst_regret_pct": max(d["regret_pct"] for d in decisions)}
 
 
+def acceptance_rows(run: ParallelTempRun) -> list[dict[str, Any]]:
+    rows = []
+    for a in run.acceptance:
+        serial = statistics.median(a.serial_ms)
+        default = statistics.median(a.default_ms)
+        rows.append({
+            "rows": a.rows, "planner_parallel": a.plan["temp_seq_scan"],
+            "workers_launched": a.plan["workers_launched"], "serial_ms": serial, "default_ms": default,
+            "speedup": serial / default if default else 0.0, "same_rows": a.same_rows,
+            "updated_rows": a.updated_rows,
+            "after_update_parallel": a.after_update_plan["temp_seq_scan"],
+            "after_update_workers": a.after_update_plan["workers_launched"],
+            "after_update_same_rows": a.after_update_same_rows,
+        })
+    return rows
+
+
+def acceptance_markdown(run: ParallelTempRun, rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Default settings: the CPU-bound aggregate as a user runs it", "",
+             f"Default costs and worker counts; `pg_tempbuf.parallel_scan` off vs on, interleaved, "
+             f"{run.options.repetitions} runs each, medians.  Then, in one transaction, an UPDATE of a "
+             "third of the rows and the query with a parallel plan forced, against the serial plan.", "",
+             "| rows | planner's plan | workers launched | off ms | on ms | speedup | same rows | "
+             "rows updated | after UPDATE: plan, workers | same rows |",
+             "|---:|---|---:|---:|---:|---:|---|---:|---|---|"]
+    for a in rows:
+        plan = "Gather + Parallel Temp Seq Scan" if a["planner_parallel"] else "serial"
+        after = ("Parallel Temp Seq Scan" if a["after_update_parallel"] else "serial") + \
+            f", {a['after_update_workers']}"
+        lines.append(f"| {a['rows']:,} | {plan} | {a['workers_launched']} | {a['serial_ms']:.1f} | "
+                     f"{a['default_ms']:.1f} | {a['speedup']:.2f}x | {'yes' if a['same_rows'] else 'NO'} | "
+                     f"{a['updated_rows']:,} | {after} | {'yes' if a['after_update_same_rows'] else 'NO'} |")
+    return lines + [""]
+
+
 def mb(run: ParallelTempRun, rows: int) -> float:
     return run.shapes[rows].bytes / 2**20
 
@@ -149,7 +184,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def summary_markdown(run: ParallelTempRun, med: dict[Key, float], speed: dict[Key, float],
-                     decisions: list[dict[str, Any]]) -> str:
+                     decisions: list[dict[str, Any]], acceptance: list[dict[str, Any]]) -> str:
     o = run.options
     lines = [
         "# Parallel Temp Seq Scan benchmark",
@@ -190,6 +225,8 @@ def summary_markdown(run: ParallelTempRun, med: dict[Key, float], speed: dict[Ke
                          f"{d['serial_ms']:.1f} | {d['parallel_ms']:.1f} | {d['faster']} | {d['planner']} | "
                          f"{d['regret_pct']:.1f}% |")
         lines.append("")
+    if acceptance:
+        lines += acceptance_markdown(run, acceptance)
     missing = [p for p in run.plans if p.variant != str(Variant.SERIAL) and p.info["workers_launched"] == 0]
     if missing:
         lines += ["Note: some parallel runs launched no worker (see plans.csv)."]
@@ -202,7 +239,13 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
     med = medians(run)
     speed = speedups(run, med)
     decisions = decision_rows(run)
+    acceptance = acceptance_rows(run)
     write_csv(out / "raw.csv", [asdict(t) for t in run.timings])
+    write_csv(out / "default_settings.csv",
+              [{"rows": a.rows, "switch": switch, "repetition": i, "ms": ms}
+               for a in run.acceptance
+               for switch, samples in (("off", a.serial_ms), ("on", a.default_ms))
+               for i, ms in enumerate(samples)])
     write_csv(out / "plans.csv", [{"rows": p.rows, "query": p.query, "variant": p.variant,
                                    "workers": p.workers, **p.info} for p in run.plans])
     write_csv(out / "decisions.csv", decisions)
@@ -225,9 +268,10 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
                      for k, v in sorted(speed.items())],
         "decisions": decisions,
         "regret": regret_totals(decisions),
+        "default_settings": acceptance,
     }
     write_json(out / "results.json", results)
-    (out / "summary.md").write_text(summary_markdown(run, med, speed, decisions))
+    (out / "summary.md").write_text(summary_markdown(run, med, speed, decisions, acceptance))
 
     workers = max(run.options.workers)
     table = Table(title=f"Speedup over the stock serial scan, {workers} workers (median of "
@@ -252,13 +296,22 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
                       f"{totals['cases']} cases; regret {totals['total_regret_ms']:.1f} ms = "
                       f"{totals['regret_pct_of_best']:.1f}% of the best plans' total time "
                       f"(worst case {totals['worst_regret_pct']:.1f}%).")
-    write_report_section(run, med, speed, decisions)
-    console.print(f"Results in {out}/ (summary.md, results.json, raw.csv, plans.csv, decisions.csv, plots)")
+    for a in acceptance:
+        plan = (f"Gather + Parallel Temp Seq Scan, {a['workers_launched']} workers launched"
+                if a["planner_parallel"] else "a serial plan")
+        console.print(f"Default settings, {a['rows']:,} rows: the planner chose {plan}; "
+                      f"off {a['serial_ms']:.1f} ms vs on {a['default_ms']:.1f} ms = {a['speedup']:.2f}x; "
+                      f"same rows: {'yes' if a['same_rows'] else 'NO'}; after an UPDATE of "
+                      f"{a['updated_rows']:,} rows, parallel = serial: "
+                      f"{'yes' if a['after_update_same_rows'] else 'NO'}.")
+    write_report_section(run, med, speed, decisions, acceptance)
+    console.print(f"Results in {out}/ (summary.md, results.json, raw.csv, plans.csv, decisions.csv, "
+                  f"default_settings.csv, plots)")
     return results
 
 
 def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dict[Key, float],
-                         decisions: list[dict[str, Any]]) -> None:
+                         decisions: list[dict[str, Any]], acceptance: list[dict[str, Any]]) -> None:
     """section.json for `pglab report`: the article's proposal beside what we measured."""
     workers = max(run.options.workers)
     article = rs.Table(
@@ -278,6 +331,16 @@ def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dic
                 f"{run.options.repetitions} (same session, same data; temp_buffers={run.options.temp_buffers})",
     )
     tables = []
+    if acceptance:
+        tables.append(rs.Table(
+            columns=["rows", "planner chose parallel", "workers launched", "off ms", "on ms", "speedup",
+                     "same rows", "rows updated", "same rows after UPDATE (parallel forced)"],
+            rows=[[a["rows"], a["planner_parallel"], a["workers_launched"], a["serial_ms"], a["default_ms"],
+                   a["speedup"], a["same_rows"], a["updated_rows"], a["after_update_same_rows"]]
+                  for a in acceptance],
+            caption="Default settings: the CPU-bound aggregate with pg_tempbuf.parallel_scan off vs on "
+                    f"(median of {run.options.repetitions}, interleaved, same session)",
+        ))
     if decisions:
         totals = regret_totals(decisions)
         tables.append(rs.Table(
@@ -298,6 +361,6 @@ def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dic
         versions=rs.postgres_versions(str(run.server.get("version")), int(run.server.get("version_num", 0))),
         command=rs.command_line(),
         plots=plots,
-        raw_data=["raw.csv", "plans.csv", "decisions.csv", "results.json"],
+        raw_data=["raw.csv", "plans.csv", "decisions.csv", "default_settings.csv", "results.json"],
         notes=["Timings are client-side wall times of whole queries; ratios come from the same run."],
     ))

@@ -26,6 +26,7 @@ from pglab.experiments.parallel_temp.workload import (
     make_dirty,
     plan_summary,
     prepare_variant,
+    reset_planner_defaults,
     set_workers,
 )
 from pglab.machine import machine_info
@@ -68,11 +69,25 @@ class Decision:
 
 
 @dataclass
+class AcceptanceCheck:
+    """The issue's acceptance scenario, run as a user would: default settings."""
+    rows: int
+    plan: dict[str, Any]  # plan_summary() of a default-settings run
+    serial_ms: list[float]  # pg_tempbuf.parallel_scan = off
+    default_ms: list[float]  # pg_tempbuf.parallel_scan = on, the planner's plan
+    same_rows: bool
+    updated_rows: int  # UPDATE of a third of the rows, in an open transaction
+    after_update_plan: dict[str, Any]  # parallel forced, inside that transaction
+    after_update_same_rows: bool
+
+
+@dataclass
 class ParallelTempRun:
     options: ParallelTempOptions
     timings: list[Timing] = field(default_factory=list)
     plans: list[PlanCheck] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    acceptance: list[AcceptanceCheck] = field(default_factory=list)
     shapes: dict[int, TableShape] = field(default_factory=dict)
     server: dict[str, Any] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
@@ -128,8 +143,7 @@ def run_benchmark(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: Ta
 def run_decisions(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: TableShape,
                   progress: Progress, task: Any) -> None:
     """Both plans timed from the same table state; the planner asked with default costs."""
-    conn.execute("RESET max_parallel_workers_per_gather")
-    conn.execute("ALTER TABLE bench_t RESET (parallel_workers)")
+    reset_planner_defaults(conn)
     for share in DEFAULT_DIRTY_SHARES:
         for name, template in QUERIES.items():
             sql = template.format(t="bench_t")
@@ -154,6 +168,47 @@ def run_decisions(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: Ta
                                           serial, parallel))
 
 
+def run_acceptance(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: TableShape,
+                   progress: Progress, task: Any) -> None:
+    """The CPU-bound aggregate with default settings, the switch off vs on, interleaved;
+    then the same query after an UPDATE of a third of the rows in an open transaction,
+    parallel forced, against the serial plan.  Leaves the table as it found it."""
+    sql = QUERIES["cpu_aggregate"].format(t="bench_t")
+    reset_planner_defaults(conn)
+    serial: list[float] = []
+    default: list[float] = []
+    digests: set[str] = set()
+    for _ in range(run.options.repetitions):
+        conn.execute("SET pg_tempbuf.parallel_scan = off")
+        ms, result = timed(conn, sql)
+        serial.append(ms)
+        digests.add(result)
+        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        ms, result = timed(conn, sql)
+        default.append(ms)
+        digests.add(result)
+        progress.advance(task)
+    plan = plan_summary(conn, sql)
+
+    conn.execute("BEGIN")  # its ROLLBACK also undoes the SETs below
+    try:
+        updated = conn.execute("UPDATE bench_t SET x = x + 1 WHERE x % 3 = 0").rowcount
+        conn.execute("SET pg_tempbuf.parallel_scan = off")
+        expected = timed(conn, sql)[1]
+        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        for statement in FORCE_PARALLEL:
+            conn.execute(statement)
+        after_plan = plan_summary(conn, sql)
+        after = timed(conn, sql)[1]
+    finally:
+        conn.execute("ROLLBACK")
+    progress.advance(task)
+    run.acceptance.append(AcceptanceCheck(
+        rows=shape.rows, plan=plan, serial_ms=serial, default_ms=default,
+        same_rows=len(digests) == 1, updated_rows=updated, after_update_plan=after_plan,
+        after_update_same_rows=after == expected))
+
+
 def run_parallel_temp(options: ParallelTempOptions, console: Console) -> ParallelTempRun:
     run = ParallelTempRun(options=options, machine=machine_info(),
                           started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
@@ -167,6 +222,7 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
     bench_steps = len(options.rows) * len(QUERIES) * len(options.workers) * options.repetitions * len(Variant)
     decision_steps = (len(options.rows) * len(DEFAULT_DIRTY_SHARES) * len(QUERIES) * options.repetitions
                       if options.decision else 0)
+    acceptance_steps = len(options.rows) * (options.repetitions + 1)
     with open_target(options.pg_config, options.dsn, options.checksums,
                      require_extension=EXTENSION, settings=settings) as target, Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -174,6 +230,7 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
     ) as progress:
         bench = progress.add_task("benchmark", total=bench_steps)
         decide = progress.add_task("decision", total=decision_steps) if options.decision else None
+        accept = progress.add_task("default settings", total=acceptance_steps)
         for rows in options.rows:
             with session(target, options) as conn:
                 if not run.server:
@@ -187,6 +244,9 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
                 if decide is not None:
                     progress.update(decide, description=f"decision: {rows:,} rows")
                     run_decisions(conn, run, shape, progress, decide)
+                # Last: its rolled-back UPDATE leaves dead row versions behind.
+                progress.update(accept, description=f"default settings: {rows:,} rows")
+                run_acceptance(conn, run, shape, progress, accept)
                 drop_tables(conn)
     run.wall_s = time.perf_counter() - start
     return run

@@ -144,6 +144,14 @@ def plan_summary(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
     }
 
 
+def reset_planner_defaults(conn: psycopg.Connection[Any]) -> None:
+    """Default costs and worker counts: the planner decides as it would for a user."""
+    for sql in DEFAULT_COSTS:
+        conn.execute(sql)
+    conn.execute("RESET max_parallel_workers_per_gather")
+    conn.execute("ALTER TABLE bench_t RESET (parallel_workers)")
+
+
 def chosen_plan_is_parallel(conn: psycopg.Connection[Any], sql: str) -> bool:
     lines = [r[0] for r in conn.execute(f"EXPLAIN (COSTS OFF) {sql}").fetchall()]
     return any("Temp Seq Scan" in line for line in lines)
