@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from pglab import report_section as rs  # noqa: E402
 from pglab.experiments.parallel_temp.runner import ParallelTempRun  # noqa: E402
 from pglab.experiments.parallel_temp.workload import QUERIES, Variant  # noqa: E402
-from pglab import report_section as rs  # noqa: E402
 from pglab.jsonio import write_json  # noqa: E402
 from pglab.stats import summarize  # noqa: E402
 
@@ -119,12 +119,12 @@ def mb(run: ParallelTempRun, rows: int) -> float:
 def plot_speedups(run: ParallelTempRun, speed: dict[Key, float], path: Path) -> None:
     workers = max(run.options.workers)
     fig, axes = plt.subplots(1, len(QUERIES), figsize=(5 * len(QUERIES), 4), squeeze=False)
-    for ax, query in zip(axes[0], QUERIES):
+    for ax, query in zip(axes[0], QUERIES, strict=True):
         for variant in PARALLEL_VARIANTS:
             points = sorted((mb(run, r), speed[(r, query, workers, str(variant))])
                             for r in run.options.rows if (r, query, workers, str(variant)) in speed)
             if points:
-                ax.plot(*zip(*points), "o-", label=str(variant))
+                ax.plot(*zip(*points, strict=True), "o-", label=str(variant))
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xscale("log")
         ax.set_xlabel("temp table size (MB)")
@@ -147,7 +147,7 @@ def plot_scaling(run: ParallelTempRun, speed: dict[Key, float], path: Path) -> N
                       if (rows, query, w, str(variant)) in speed]
             if points:
                 style = "o-" if variant is Variant.PARALLEL_CLEAN else "s--"
-                ax.plot(*zip(*points), style, label=f"{query}, {variant}")
+                ax.plot(*zip(*points, strict=True), style, label=f"{query}, {variant}")
     ax.set_xlabel("workers")
     ax.set_ylabel("speedup over serial")
     ax.set_title(f"Scaling with workers, {mb(run, rows):.0f} MB table")
@@ -199,7 +199,8 @@ def summary_markdown(run: ParallelTempRun, med: dict[Key, float], speed: dict[Ke
     ]
     for query, template in QUERIES.items():
         lines += [f"## {query}: `{template.format(t='t')}`", "",
-                  "| rows | MB | workers | serial ms | " + " | ".join(f"{v} ms (speedup)" for v in PARALLEL_VARIANTS) + " |",
+                  "| rows | MB | workers | serial ms | "
+                  + " | ".join(f"{v} ms (speedup)" for v in PARALLEL_VARIANTS) + " |",
                   "|---:|---:|---:|---:|" + "---:|" * len(PARALLEL_VARIANTS)]
         for rows in o.rows:
             for w in o.workers:

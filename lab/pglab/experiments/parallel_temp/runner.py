@@ -211,7 +211,7 @@ def run_acceptance(conn: psycopg.Connection[Any], run: ParallelTempRun, shape: T
 
 def run_parallel_temp(options: ParallelTempOptions, console: Console) -> ParallelTempRun:
     run = ParallelTempRun(options=options, machine=machine_info(),
-                          started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+                          started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     cores = max(options.workers)
     settings = {
         "shared_preload_libraries": EXTENSION,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import psycopg
@@ -34,15 +34,12 @@ DEFAULT_COSTS = (
 )
 
 
-class Variant(str, Enum):
+class Variant(StrEnum):
     SERIAL = "serial"  # stock plan: pg_tempbuf.parallel_scan = off
     PARALLEL_CLEAN = "parallel_clean"  # our scan, nothing to flush
     PARALLEL_DIRTY = "parallel_dirty"  # our scan, every resident page dirty
     PARALLEL_PART_DIRTY = "parallel_part_dirty"  # our scan, a quarter of the table dirty
     UNLOGGED_PARALLEL = "unlogged_parallel"  # stock Parallel Seq Scan of an UNLOGGED copy
-
-    def __str__(self) -> str:
-        return self.value
 
 
 PART_DIRTY_SHARE = 0.25
