@@ -6,6 +6,7 @@
  *
  * Supported: PostgreSQL 15 (RelFileNode, BackendId, hand-written local
  * write) through 18 (RelFileLocator, ProcNumber, FlushLocalBuffer).
+ * Tested on 15, 17 and 18; 16 takes the same branches but was not tried.
  *
  *-------------------------------------------------------------------------
  */
