@@ -124,6 +124,17 @@ tb_page_is_verified(Page page, BlockNumber blkno)
 #define TbSetScanSlotOps(css, ops)	((void) 0)
 #endif
 
+/*
+ * Disabling a path (enable_seqscan = off): a count of disabled nodes from
+ * 18, a huge startup cost before.
+ */
+#if PG_VERSION_NUM >= 180000
+#define TbDisablePath(path)			((path)->disabled_nodes = 1)
+#else
+#define TbDisablePath(path)			((path)->startup_cost += disable_cost, \
+									 (path)->total_cost += disable_cost)
+#endif
+
 /* EXPLAIN's property functions moved to their own header in 18. */
 #if PG_VERSION_NUM >= 180000
 #define TB_EXPLAIN_FORMAT_HEADER "commands/explain_format.h"

@@ -41,5 +41,4 @@ _PG_init(void)
 
 	tb_register_temp_scan();
 	tb_install_planner_hooks();
-	tb_install_explain_label();
 }

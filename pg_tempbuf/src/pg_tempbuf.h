@@ -51,22 +51,31 @@ extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
 
-/* temp_scan.c: the Parallel Temp Seq Scan executor node */
+/*
+ * temp_scan.c: the Temp Seq Scan executor node, "Custom Scan (Temp Seq
+ * Scan)" in EXPLAIN, with core's "Parallel" in front when partial
+ */
 #define TB_TEMP_SCAN_NAME "Temp Seq Scan"
 extern void tb_register_temp_scan(void);
 extern bool tb_is_temp_scan(Plan *plan);
 extern bool tb_toast_has_data(Relation rel);
-extern List *tb_temp_scan_private(bool toast_sensitive, int est_dirty_pages,
-								  double est_flush_cost);
+extern bool tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
+									bool *toast_sensitive);
+extern List *tb_temp_scan_private(bool partial, bool toast_sensitive,
+								  int est_dirty_pages, double est_flush_cost);
+extern bool tb_temp_scan_is_partial(CustomScan *cscan);
 extern void tb_temp_scan_mark_read_elsewhere(CustomScan *cscan);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
 
-/* planner.c: hooks that offer the parallel path */
+/* planner.c: hooks that offer the paths */
 extern bool tb_parallel_scan_enabled;
 extern void tb_install_planner_hooks(void);
 
-/* explain_label.c: the node's label in EXPLAIN's text format */
-extern void tb_install_explain_label(void);
+/* plan_walk.c: one kind of read per temporary table in a finished plan */
+extern Oid	tb_settle_temp_scans(PlannedStmt *stmt);
+
+/* core_copies.c: code derived from PostgreSQL's own */
+extern double tb_parallel_divisor(int parallel_workers);
 
 #endif							/* PG_TEMPBUF_H */

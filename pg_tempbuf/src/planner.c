@@ -1,30 +1,36 @@
 /*-------------------------------------------------------------------------
  *
  * planner.c
- *	  Offer the planner a partial "Temp Seq Scan" path for temporary
- *	  tables, priced with the flush cost model.
+ *	  Offer the planner "Temp Seq Scan" paths for temporary tables, priced
+ *	  with the flush cost model.
  *
  * Core's set_rel_consider_parallel() gives up on temporary tables, so
  * their paths are never parallel safe.  set_rel_pathlist_hook runs after
  * those paths exist; it redoes the rest of core's checks, marks the rel
- * consider_parallel and adds one partial path of ours.  The stock paths
- * keep parallel_safe = false, so a stock scan of a temporary table never
- * lands in a worker; above our path core builds Gather / Gather Merge,
- * partial aggregation and parallel joins as usual.
+ * consider_parallel and adds two paths of ours:
  *
- * A table that the statement reads in more than one place gets no path:
- * the leader's other scan could set hint bits and write its pages while
- * workers read them.  planner_hook counts the references before planning,
- * and checks the finished plan again (SQL functions are inlined during
- * planning), switching a scan that slipped through to leader-only mode.
+ *	- a partial one (parallel aware: participants share the blocks), when
+ *	  the table is big enough for workers, for Gather to sit on;
+ *	- a full one (parallel safe, not parallel aware: every participant
+ *	  reads the whole table), whatever the table's size, so that core can
+ *	  put a temporary table on the inner side of any join, under Memoize or
+ *	  Materialize, in a semi or anti join, inside a parallel plan.
+ *
+ * The stock paths keep parallel_safe = false, so a stock scan of a
+ * temporary table never lands in a worker.
+ *
+ * Children of a temporary partitioned (or inheritance) table get the same
+ * paths; the first child to get them also marks its temporary ancestors
+ * consider_parallel, before core builds the parent's Append paths, so that
+ * Parallel Append and partial Append are considered over temp partitions.
+ *
+ * A table may be read in several places of one plan: plan_walk.c then
+ * makes every read of it go through our scan, or falls back.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <math.h>
-
-#include "access/sysattr.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "nodes/extensible.h"
@@ -36,7 +42,6 @@
 #include "optimizer/paths.h"
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
-#include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/spccache.h"
@@ -48,8 +53,14 @@ bool		tb_parallel_scan_enabled = true;
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
-/* Relation OIDs the statement being planned reads more than once. */
-static List *relids_read_twice = NIL;
+/* State of the statement being planned (saved and restored when nested). */
+typedef struct PlanningState
+{
+	List	   *excluded_relids;	/* tables that must keep stock scans */
+	int			paths_offered;		/* how many paths of ours were added */
+} PlanningState;
+
+static PlanningState planning = {NIL, 0};
 
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
@@ -60,115 +71,90 @@ static const CustomPathMethods temp_scan_path_methods = {
 	.PlanCustomPath = plan_temp_scan_path,
 };
 
-typedef struct RelidCount
-{
-	List	   *seen;
-	List	   *twice;
-} RelidCount;
-
+/*
+ * Does the planner's query read a temporary relation anywhere (sublinks,
+ * CTEs and subqueries included)?  Only then can a replan be needed, and
+ * only then is the query copied before planning.
+ */
 static bool
-count_relids_walker(Node *node, void *context)
+reads_temp_relation_walker(Node *node, void *context)
 {
-	RelidCount *count = (RelidCount *) context;
-
 	if (node == NULL)
 		return false;
 	if (IsA(node, RangeTblEntry))
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
 
-		if (rte->rtekind == RTE_RELATION)
-		{
-			if (list_member_oid(count->seen, rte->relid))
-				count->twice = list_append_unique_oid(count->twice, rte->relid);
-			else
-				count->seen = lappend_oid(count->seen, rte->relid);
-		}
-		return false;
+		return rte->rtekind == RTE_RELATION &&
+			get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP;
 	}
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, count_relids_walker, context,
-								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(node, count_relids_walker, context);
+		return query_tree_walker((Query *) node, reads_temp_relation_walker,
+								 context, QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, reads_temp_relation_walker, context);
+}
+
+static PlannedStmt *
+plan_with(Query *parse, const char *query_string, int cursorOptions,
+		  ParamListInfo boundParams)
+{
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
 /*
- * Mark our scans in a finished plan whose table the flat range table lists
- * more than once.  Subplans and initplans are walked from PlannedStmt.
+ * Plan, then make the plan consistent about how it reads each temporary
+ * table (plan_walk.c).  When a table is read both by a full scan of ours
+ * and by a stock scan that cannot become ours (an index scan, say), plan
+ * again without our paths for that table: the planner scribbles on its
+ * input, hence the copy.
  */
-static void
-mark_read_elsewhere_walker(Plan *plan, List *rtable)
-{
-	ListCell   *lc;
-
-	if (plan == NULL)
-		return;
-	if (tb_is_temp_scan(plan))
-	{
-		CustomScan *cscan = (CustomScan *) plan;
-		Oid			relid = rt_fetch(cscan->scan.scanrelid, rtable)->relid;
-		int			refs = 0;
-
-		foreach(lc, rtable)
-		{
-			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-
-			if (rte->rtekind == RTE_RELATION && rte->relid == relid)
-				refs++;
-		}
-		if (refs > 1)
-			tb_temp_scan_mark_read_elsewhere(cscan);
-	}
-	mark_read_elsewhere_walker(plan->lefttree, rtable);
-	mark_read_elsewhere_walker(plan->righttree, rtable);
-	if (IsA(plan, Append))
-		foreach(lc, ((Append *) plan)->appendplans)
-			mark_read_elsewhere_walker(lfirst(lc), rtable);
-	if (IsA(plan, MergeAppend))
-		foreach(lc, ((MergeAppend *) plan)->mergeplans)
-			mark_read_elsewhere_walker(lfirst(lc), rtable);
-	if (IsA(plan, SubqueryScan))
-		mark_read_elsewhere_walker(((SubqueryScan *) plan)->subplan, rtable);
-	if (IsA(plan, CustomScan))
-		foreach(lc, ((CustomScan *) plan)->custom_plans)
-			mark_read_elsewhere_walker(lfirst(lc), rtable);
-}
-
 static PlannedStmt *
 tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
-	List	   *saved = relids_read_twice;
+	PlanningState saved = planning;
 	PlannedStmt *result;
-	ListCell   *lc;
+	Query	   *pristine = NULL;
 
-	relids_read_twice = NIL;
-	if (tb_parallel_scan_enabled)
-	{
-		RelidCount count = {NIL, NIL};
+	if (!tb_parallel_scan_enabled)
+		return plan_with(parse, query_string, cursorOptions, boundParams);
 
-		count_relids_walker((Node *) parse, &count);
-		relids_read_twice = count.twice;
-	}
+	if (reads_temp_relation_walker((Node *) parse, NULL))
+		pristine = copyObject(parse);
 
+	planning.excluded_relids = NIL;
+	planning.paths_offered = 0;
 	PG_TRY();
 	{
-		if (prev_planner_hook)
-			result = prev_planner_hook(parse, query_string, cursorOptions,
-									   boundParams);
-		else
-			result = standard_planner(parse, query_string, cursorOptions,
-									  boundParams);
+		for (;;)
+		{
+			Oid			conflict;
+
+			result = plan_with(parse, query_string, cursorOptions,
+							   boundParams);
+			if (planning.paths_offered == 0)
+				break;
+			conflict = tb_settle_temp_scans(result);
+			if (!OidIsValid(conflict))
+				break;
+			/* Each round excludes one more table: this terminates. */
+			Assert(pristine != NULL);
+			Assert(!list_member_oid(planning.excluded_relids, conflict));
+			planning.excluded_relids =
+				lappend_oid(planning.excluded_relids, conflict);
+			planning.paths_offered = 0;
+			parse = copyObject(pristine);
+		}
 	}
 	PG_FINALLY();
 	{
-		relids_read_twice = saved;
+		planning = saved;
 	}
 	PG_END_TRY();
 
-	mark_read_elsewhere_walker(result->planTree, result->rtable);
-	foreach(lc, result->subplans)
-		mark_read_elsewhere_walker(lfirst(lc), result->rtable);
 	return result;
 }
 
@@ -182,74 +168,39 @@ static bool
 scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive)
 {
 	Bitmapset  *attrs = NULL;
-	TupleDesc	desc = RelationGetDescr(relation);
-	bool		any_toastable = false;
-	int			x = -1;
 	ListCell   *lc;
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && att->attlen == -1 &&
-			att->attstorage != TYPSTORAGE_PLAIN)
-			any_toastable = true;
-	}
 
 	pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
 	foreach(lc, rel->baserestrictinfo)
 		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
 					   rel->relid, &attrs);
-
-	*toast_sensitive = false;
-	while ((x = bms_next_member(attrs, x)) >= 0)
-	{
-		AttrNumber	attno = x + FirstLowInvalidHeapAttributeNumber;
-
-		if (attno < 0)
-			return false;
-		if (attno == InvalidAttrNumber)
-			*toast_sensitive |= any_toastable;
-		else
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
-
-			if (att->attlen == -1 && att->attstorage != TYPSTORAGE_PLAIN)
-				*toast_sensitive = true;
-		}
-	}
-	return true;
+	return tb_scan_attrs_supported(relation, attrs, toast_sensitive);
 }
 
-/* Core's get_parallel_divisor(), which costsize.c keeps static. */
-static double
-parallel_divisor(int parallel_workers)
+/* Core's checks of a rel's own expressions, from set_rel_consider_parallel(). */
+static bool
+rel_expressions_parallel_safe(PlannerInfo *root, RelOptInfo *rel)
 {
-	double		divisor = parallel_workers;
-
-	if (parallel_leader_participation)
-	{
-		double		leader_contribution = 1.0 - (0.3 * parallel_workers);
-
-		if (leader_contribution > 0)
-			divisor += leader_contribution;
-	}
-	return divisor;
+	return is_parallel_safe(root, (Node *) rel->baserestrictinfo) &&
+		is_parallel_safe(root, (Node *) rel->reltarget->exprs);
 }
 
 /*
- * A parallel seq scan's cost, plus the flush, paid once before the first
- * row: startup cost.
+ * A seq scan's cost, plus the flush, paid once before the first row:
+ * startup cost.  A partial path divides the rows and the CPU work among
+ * the participants but, like core's parallel seq scan, not the disk.
  */
 static void
-cost_temp_scan(Path *path, PlannerInfo *root, RelOptInfo *rel,
-			   double flush_cost)
+cost_temp_scan(Path *path, RelOptInfo *rel, double flush_cost)
 {
 	double		spc_seq_page_cost;
-	double		divisor = parallel_divisor(path->parallel_workers);
+	double		divisor = 1.0;
 	Cost		startup_cost;
 	Cost		cpu_run_cost;
 	Cost		cpu_per_tuple;
+
+	if (path->parallel_aware)
+		divisor = tb_parallel_divisor(path->parallel_workers);
 
 	get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 
@@ -265,6 +216,61 @@ cost_temp_scan(Path *path, PlannerInfo *root, RelOptInfo *rel,
 	path->startup_cost = startup_cost;
 	path->total_cost = startup_cost + cpu_run_cost +
 		spc_seq_page_cost * rel->pages;
+
+	/* It is a sequential scan: enable_seqscan = off applies to it too. */
+	if (!enable_seqscan)
+		TbDisablePath(path);
+}
+
+static CustomPath *
+make_temp_scan_path(RelOptInfo *rel, bool partial, int parallel_workers,
+					bool toast_sensitive, int dirty_pages, double flush_cost)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = rel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = partial;
+	cpath->path.parallel_safe = true;
+	cpath->path.parallel_workers = partial ? parallel_workers : 0;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->custom_paths = NIL;
+	cpath->custom_private = tb_temp_scan_private(partial, toast_sensitive,
+												 dirty_pages, flush_cost);
+	cpath->methods = &temp_scan_path_methods;
+	cost_temp_scan(&cpath->path, rel, flush_cost);
+	return cpath;
+}
+
+/*
+ * Let the Append over rel, a child of temporary tables, be parallel: mark
+ * its temporary ancestors consider_parallel, as core would have if they
+ * were permanent.  Core still ANDs every child's parallel safety into each
+ * Append path, so a parent marked here yields no parallel path over a
+ * child we could not handle.
+ */
+static void
+mark_ancestors_parallel(PlannerInfo *root, RelOptInfo *rel)
+{
+	Index		relid = rel->relid;
+
+	while (root->append_rel_array && root->append_rel_array[relid])
+	{
+		Index		parent_relid = root->append_rel_array[relid]->parent_relid;
+		RelOptInfo *parent = root->simple_rel_array[parent_relid];
+		RangeTblEntry *parent_rte = root->simple_rte_array[parent_relid];
+
+		if (parent == NULL || parent->consider_parallel ||
+			parent_rte->rtekind != RTE_RELATION ||
+			get_rel_persistence(parent_rte->relid) != RELPERSISTENCE_TEMP ||
+			!rel_expressions_parallel_safe(root, parent))
+			return;
+		parent->consider_parallel = true;
+		relid = parent_relid;
+	}
 }
 
 static void
@@ -272,7 +278,6 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
 {
 	Relation	relation;
-	CustomPath *cpath;
 	int			dirty_pages;
 	bool		toast_sensitive;
 	bool		supported;
@@ -282,27 +287,22 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 
-	/* Plain temporary tables only: no children, no sampling. */
+	/* Plain temporary tables, or partitions and children of one. */
 	if (!tb_parallel_scan_enabled ||
 		!root->glob->parallelModeOK ||
-		rel->reloptkind != RELOPT_BASEREL ||
+		rel->consider_parallel ||
+		!(rel->reloptkind == RELOPT_BASEREL ||
+		  rel->reloptkind == RELOPT_OTHER_MEMBER_REL) ||
 		rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_RELATION ||
 		rte->inh ||
 		rte->tablesample != NULL ||
-		rel->consider_parallel ||
+		IS_DUMMY_REL(rel) ||
 		get_rel_persistence(rte->relid) != RELPERSISTENCE_TEMP ||
-		list_member_oid(relids_read_twice, rte->relid))
+		list_member_oid(planning.excluded_relids, rte->relid))
 		return;
 
-	/* The rest of core's set_rel_consider_parallel(). */
-	if (!is_parallel_safe(root, (Node *) rel->baserestrictinfo) ||
-		!is_parallel_safe(root, (Node *) rel->reltarget->exprs))
-		return;
-
-	parallel_workers = compute_parallel_worker(rel, rel->pages, -1,
-											   max_parallel_workers_per_gather);
-	if (parallel_workers <= 0)
+	if (!rel_expressions_parallel_safe(root, rel))
 		return;
 
 	/* The parser holds a lock on the table already. */
@@ -313,7 +313,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		return;
 	}
 	supported = scan_columns_supported(rel, relation, &toast_sensitive);
-	/* Doomed to run in the leader alone right now: don't offer it. */
+	/* Workers could not detoast: don't offer it. */
 	if (supported && toast_sensitive && tb_toast_has_data(relation))
 		supported = false;
 	flush_cost = tb_flush_cost(relation, &dirty_pages);
@@ -321,24 +321,21 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (!supported)
 		return;
 
-	cpath = makeNode(CustomPath);
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = rel;
-	cpath->path.pathtarget = rel->reltarget;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = true;
-	cpath->path.parallel_safe = true;
-	cpath->path.parallel_workers = parallel_workers;
-	cpath->path.pathkeys = NIL;
-	cpath->flags = 0;
-	cpath->custom_paths = NIL;
-	cpath->custom_private = tb_temp_scan_private(toast_sensitive, dirty_pages,
-												 flush_cost);
-	cpath->methods = &temp_scan_path_methods;
-	cost_temp_scan(&cpath->path, root, rel, flush_cost);
-
 	rel->consider_parallel = true;
-	add_partial_path(rel, &cpath->path);
+	planning.paths_offered++;
+
+	add_path(rel, &make_temp_scan_path(rel, false, 0, toast_sensitive,
+									   dirty_pages, flush_cost)->path);
+
+	parallel_workers = compute_parallel_worker(rel, rel->pages, -1,
+											   max_parallel_workers_per_gather);
+	if (parallel_workers > 0)
+		add_partial_path(rel, &make_temp_scan_path(rel, true, parallel_workers,
+												   toast_sensitive, dirty_pages,
+												   flush_cost)->path);
+
+	if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL)
+		mark_ancestors_parallel(root, rel);
 }
 
 static Plan *

@@ -1,13 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * temp_scan.c
- *	  Parallel Temp Seq Scan: a parallel-aware custom scan of a temporary
- *	  table that the leader flushes once and every participant reads from
- *	  the table's file.
+ *	  Temp Seq Scan: a custom scan of a temporary table that the leader
+ *	  flushes once and every participant reads from the table's file.
+ *
+ * EXPLAIN shows it in core's framing for custom scans, in every format:
+ * "Parallel Custom Scan (Temp Seq Scan)" for the partial scan, whose
+ * participants share the table's blocks, and "Custom Scan (Temp Seq
+ * Scan)" for the full one, which each participant reads whole (the inner
+ * side of a join in a parallel plan, say).
  *
  * Life of one execution:
  *	- The leader flushes the table's dirty main-fork pages (only those:
- *	  the scan reads nothing else) when it first sets up the shared state.
+ *	  the scan reads nothing else): a partial scan when it first sets up
+ *	  the shared state, a full scan when the executor starts, which is
+ *	  before Gather launches any worker.
  *	  A rescan does not flush again: until the statement ends nothing can
  *	  dirty those pages (a parallel query cannot write, and a statement
  *	  that reads the table elsewhere can only set hint bits or prune dead
@@ -32,7 +39,9 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "access/sysattr.h"
 #include "access/table.h"
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -52,6 +61,7 @@ enum
 	TSP_READ_ELSEWHERE,			/* the statement reads the table in another place */
 	TSP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TSP_EST_FLUSH_COST,
+	TSP_PARTIAL,				/* participants share the blocks */
 	TSP_NUM_MEMBERS
 };
 
@@ -79,6 +89,7 @@ typedef struct TempScanState
 	CustomScanState css;
 
 	/* from the plan */
+	bool		partial;
 	bool		toast_sensitive;
 	bool		read_elsewhere;
 	int			est_dirty_pages;
@@ -160,13 +171,66 @@ tb_is_temp_scan(Plan *plan)
 }
 
 List *
-tb_temp_scan_private(bool toast_sensitive, int est_dirty_pages,
+tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 					 double est_flush_cost)
 {
-	return list_make4(makeInteger(toast_sensitive),
+	return list_make5(makeInteger(toast_sensitive),
 					  makeInteger(false),
 					  makeInteger(est_dirty_pages),
-					  makeString(psprintf("%.17g", est_flush_cost)));
+					  makeString(psprintf("%.17g", est_flush_cost)),
+					  makeInteger(partial));
+}
+
+bool
+tb_temp_scan_is_partial(CustomScan *cscan)
+{
+	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
+	return intVal(list_nth(cscan->custom_private, TSP_PARTIAL));
+}
+
+/*
+ * Can the scan produce these columns of the table (attribute numbers
+ * offset by FirstLowInvalidHeapAttributeNumber, as pull_varattnos gives
+ * them)?  Not system columns: our slot has none to give on every version.
+ * A toastable column, or a whole-row reference to a table that has one,
+ * makes the scan toast sensitive: a worker evaluating it might have to
+ * detoast.
+ */
+bool
+tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
+						bool *toast_sensitive)
+{
+	TupleDesc	desc = RelationGetDescr(relation);
+	bool		any_toastable = false;
+	int			x = -1;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && att->attlen == -1 &&
+			att->attstorage != TYPSTORAGE_PLAIN)
+			any_toastable = true;
+	}
+
+	*toast_sensitive = false;
+	while ((x = bms_next_member(attrs, x)) >= 0)
+	{
+		AttrNumber	attno = x + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno < 0)
+			return false;
+		if (attno == InvalidAttrNumber)
+			*toast_sensitive |= any_toastable;
+		else
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
+
+			if (att->attlen == -1 && att->attstorage != TYPSTORAGE_PLAIN)
+				*toast_sensitive = true;
+		}
+	}
+	return true;
 }
 
 void
@@ -206,12 +270,15 @@ temp_scan_create_state(CustomScan *cscan)
 	/* Tuples point into our private page copy: a plain heap tuple slot. */
 	TbSetScanSlotOps(&ts->css, &TTSOpsHeapTuple);
 
+	ts->partial = intVal(list_nth(priv, TSP_PARTIAL));
 	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
 	ts->read_elsewhere = intVal(list_nth(priv, TSP_READ_ELSEWHERE));
 	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
 	ts->est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
 	return (Node *) ts;
 }
+
+static void flush_table(TempScanState *ts);
 
 static void
 temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
@@ -221,6 +288,15 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	ts->page = palloc(BLCKSZ);
 	ts->scratch = palloc(BLCKSZ);
 	ts->page_block = InvalidBlockNumber;
+
+	/*
+	 * A full scan has no shared state to set up before workers start, so
+	 * its leader flushes now: the executor starts every node of the plan,
+	 * subplans included, before Gather launches any worker.
+	 */
+	if (!ts->partial && !IsParallelWorker() &&
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+		flush_table(ts);
 }
 
 /* Does the table's toast relation hold anything a worker might fetch? */
@@ -239,13 +315,9 @@ tb_toast_has_data(Relation rel)
 	return nblocks > 0;
 }
 
-/*
- * Leader only: put the table's pages on disk (first pass only), size the
- * scan, and decide whether workers may take part.  Runs at execution time,
- * so a prepared statement sees the table as it is now.
- */
+/* Leader only: put the table's pages on disk, once per execution. */
 static void
-temp_scan_prepare(TempScanState *ts)
+flush_table(TempScanState *ts)
 {
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	TbRelFileId file = TbRelationFileId(rel);
@@ -254,15 +326,30 @@ temp_scan_prepare(TempScanState *ts)
 
 	Assert(!IsParallelWorker());
 
-	if (!ts->flushed)
-	{
-		INSTR_TIME_SET_CURRENT(start);
-		ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
-		INSTR_TIME_SET_CURRENT(duration);
-		INSTR_TIME_SUBTRACT(duration, start);
-		ts->flush_ms = INSTR_TIME_GET_MILLISEC(duration);
-		ts->flushed = true;
-	}
+	if (ts->flushed)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	ts->flush_ms = INSTR_TIME_GET_MILLISEC(duration);
+	ts->flushed = true;
+}
+
+/*
+ * Size the scan and, in the leader, flush the table first and decide
+ * whether workers may take part.  Runs at execution time, so a prepared
+ * statement sees the table as it is now.  A worker running a full scan
+ * sizes it alone: the leader flushed before it started, and nothing
+ * changes the table's length until the statement ends.
+ */
+static void
+temp_scan_prepare(TempScanState *ts)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+
+	if (!IsParallelWorker())
+		flush_table(ts);
 
 	ts->nblocks = RelationGetNumberOfBlocks(rel);
 
@@ -400,7 +487,7 @@ temp_scan_next(ScanState *ss)
 
 	if (!ts->prepared)
 	{
-		/* No DSM was set up: this node scans the whole table by itself. */
+		/* A full scan, or no DSM: this node scans the whole table itself. */
 		Assert(ts->shared == NULL);
 		temp_scan_prepare(ts);
 		reset_pass(ts);
@@ -551,6 +638,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	TempScanState *ts = (TempScanState *) node;
 
+	ExplainPropertyText("Scan Mode", ts->partial ? "partial" : "full", es);
 	if (es->costs)
 	{
 		ExplainPropertyInteger("Flush Estimate Pages", NULL, ts->est_dirty_pages, es);

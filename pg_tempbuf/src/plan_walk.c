@@ -1,0 +1,255 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan_walk.c
+ *	  After planning: make every read of a temporary table in one plan go
+ *	  through the same kind of scan.
+ *
+ * Workers read a temporary table's file while the leader runs the rest of
+ * the plan.  A stock scan of the same table in the leader (in an InitPlan,
+ * say, or above Gather) reads it through local buffers, where it may set
+ * hint bits, prune, and get pages written back by an eviction while
+ * workers read them.  So, once the plan is known:
+ *
+ *	- in a parallel plan, a stock Seq Scan of a table that our scans also
+ *	  read becomes a full scan of ours (same target list and quals: both
+ *	  kinds of node take them from the table's tuples the same way);
+ *	- another stock scan of such a table (index, bitmap, TID) cannot: a
+ *	  plan with a full scan of ours is made again without our paths for
+ *	  that table, and partial scans of ours run in the leader alone;
+ *	- in a plan that ended up without parallelism, a full scan of ours
+ *	  becomes a stock Seq Scan again: nothing needs the flush.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "nodes/plannodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/rel.h"
+
+#include "pg_tempbuf.h"
+
+/* One scan of a table in the plan, and where the plan points to it. */
+typedef struct ScanRef
+{
+	Plan	  **link;
+	Oid			relid;
+} ScanRef;
+
+typedef struct PlanScans
+{
+	List	   *rtable;
+	List	   *scans;			/* ScanRef *, every scan of a plain relation */
+} PlanScans;
+
+static void collect_scans(Plan **link, PlanScans *found);
+
+static void
+collect_list(List *plans, PlanScans *found)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+		collect_scans((Plan **) &lfirst(lc), found);
+}
+
+static bool
+is_relation_scan(Plan *plan)
+{
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_IndexScan:
+		case T_IndexOnlyScan:
+		case T_BitmapIndexScan:
+		case T_BitmapHeapScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+		case T_CustomScan:
+			return ((Scan *) plan)->scanrelid > 0;
+		default:
+			return false;
+	}
+}
+
+static void
+collect_scans(Plan **link, PlanScans *found)
+{
+	Plan	   *plan = *link;
+
+	if (plan == NULL)
+		return;
+
+	if (is_relation_scan(plan))
+	{
+		RangeTblEntry *rte = rt_fetch(((Scan *) plan)->scanrelid, found->rtable);
+
+		if (rte->rtekind == RTE_RELATION)
+		{
+			ScanRef    *ref = palloc(sizeof(ScanRef));
+
+			ref->link = link;
+			ref->relid = rte->relid;
+			found->scans = lappend(found->scans, ref);
+		}
+	}
+
+	collect_scans(&plan->lefttree, found);
+	collect_scans(&plan->righttree, found);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			collect_list(((Append *) plan)->appendplans, found);
+			break;
+		case T_MergeAppend:
+			collect_list(((MergeAppend *) plan)->mergeplans, found);
+			break;
+		case T_BitmapAnd:
+			collect_list(((BitmapAnd *) plan)->bitmapplans, found);
+			break;
+		case T_BitmapOr:
+			collect_list(((BitmapOr *) plan)->bitmapplans, found);
+			break;
+		case T_SubqueryScan:
+			collect_scans(&((SubqueryScan *) plan)->subplan, found);
+			break;
+		case T_CustomScan:
+			collect_list(((CustomScan *) plan)->custom_plans, found);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Can a full scan of ours produce what this stock Seq Scan produces?  Not
+ * when it hands up system columns.
+ */
+static bool
+seq_scan_convertible(SeqScan *seq, Oid relid, bool *toast_sensitive)
+{
+	Index		scanrelid = seq->scan.scanrelid;
+	Bitmapset  *attrs = NULL;
+	Relation	relation;
+	bool		supported;
+
+	pull_varattnos((Node *) seq->scan.plan.targetlist, scanrelid, &attrs);
+	pull_varattnos((Node *) seq->scan.plan.qual, scanrelid, &attrs);
+	/* The statement holds a lock on every table it reads. */
+	relation = table_open(relid, NoLock);
+	supported = tb_scan_attrs_supported(relation, attrs, toast_sensitive);
+	table_close(relation, NoLock);
+	return supported;
+}
+
+static Plan *
+full_scan_from_seq_scan(SeqScan *seq, bool toast_sensitive)
+{
+	CustomScan *cscan;
+
+	cscan = (CustomScan *) tb_make_temp_scan_plan(seq->scan.scanrelid,
+												  seq->scan.plan.targetlist,
+												  seq->scan.plan.qual,
+												  tb_temp_scan_private(false, toast_sensitive,
+																	   0, 0.0));
+	/* Keep the costs, row estimates and parameter sets core computed. */
+	cscan->scan.plan = seq->scan.plan;
+	NodeSetTag(cscan, T_CustomScan);
+	return &cscan->scan.plan;
+}
+
+static Plan *
+seq_scan_from_full_scan(CustomScan *cscan)
+{
+	SeqScan    *seq = makeNode(SeqScan);
+
+	seq->scan.plan = cscan->scan.plan;
+	seq->scan.scanrelid = cscan->scan.scanrelid;
+	NodeSetTag(seq, T_SeqScan);
+	seq->scan.plan.parallel_safe = false;
+	return &seq->scan.plan;
+}
+
+/*
+ * Settle how the plan reads each temporary table that our scans read (see
+ * the file header).  Returns the table to plan again without our paths,
+ * or InvalidOid when the plan is final.
+ */
+Oid
+tb_settle_temp_scans(PlannedStmt *stmt)
+{
+	PlanScans	found = {stmt->rtable, NIL};
+	List	   *our_relids = NIL;
+	List	   *partial_only_conflicts = NIL;
+	ListCell   *lc;
+	ListCell   *lc2;
+
+	collect_scans(&stmt->planTree, &found);
+	foreach(lc, stmt->subplans)
+		collect_scans((Plan **) &lfirst(lc), &found);
+
+	foreach(lc, found.scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+
+		if (tb_is_temp_scan(*ref->link))
+			our_relids = list_append_unique_oid(our_relids, ref->relid);
+	}
+	if (our_relids == NIL)
+		return InvalidOid;
+
+	if (!stmt->parallelModeNeeded)
+	{
+		foreach(lc, found.scans)
+		{
+			ScanRef    *ref = lfirst(lc);
+
+			if (tb_is_temp_scan(*ref->link) &&
+				!tb_temp_scan_is_partial((CustomScan *) *ref->link))
+				*ref->link = seq_scan_from_full_scan((CustomScan *) *ref->link);
+		}
+		return InvalidOid;
+	}
+
+	foreach(lc, found.scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+		Plan	   *plan = *ref->link;
+		bool		toast_sensitive;
+
+		if (tb_is_temp_scan(plan) || !list_member_oid(our_relids, ref->relid))
+			continue;
+
+		if (IsA(plan, SeqScan) &&
+			seq_scan_convertible((SeqScan *) plan, ref->relid, &toast_sensitive))
+		{
+			*ref->link = full_scan_from_seq_scan((SeqScan *) plan, toast_sensitive);
+			continue;
+		}
+
+		/* A stock read that must stay: is a full scan of ours there too? */
+		foreach(lc2, found.scans)
+		{
+			ScanRef    *other = lfirst(lc2);
+
+			if (other->relid == ref->relid && tb_is_temp_scan(*other->link) &&
+				!tb_temp_scan_is_partial((CustomScan *) *other->link))
+				return ref->relid;
+		}
+		partial_only_conflicts =
+			list_append_unique_oid(partial_only_conflicts, ref->relid);
+	}
+
+	foreach(lc, found.scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+
+		if (tb_is_temp_scan(*ref->link) &&
+			list_member_oid(partial_only_conflicts, ref->relid))
+			tb_temp_scan_mark_read_elsewhere((CustomScan *) *ref->link);
+	}
+	return InvalidOid;
+}
