@@ -67,7 +67,7 @@ def test_preloaded_library_offers_parallel_plans_without_load(session: psycopg.C
     session.execute("CREATE TEMP TABLE t AS SELECT g AS x FROM generate_series(1, 10000) g")
     session.execute("ANALYZE t")
     plan = plan_text(session, "SELECT count(*) FROM t")
-    assert "Parallel Temp Seq Scan on t" in plan
+    assert "Parallel Custom Scan (Temp Seq Scan) on t" in plan
     session.execute("SET pg_tempbuf.parallel_scan = off")
     assert "Temp Seq Scan" not in plan_text(session, "SELECT count(*) FROM t")
 
