@@ -11,14 +11,21 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/multixact.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "utils/combocid.h"
+#include "utils/snapmgr.h"
 
 #include "pg_tempbuf.h"
 
 /*
  * Derived from get_parallel_divisor(), src/backend/optimizer/path/
- * costsize.c, PostgreSQL 15-18 (the same in all four).  Changed: takes the
+ * costsize.c, PostgreSQL 15 and 17 (identical in both).  Changed: takes the
  * worker count rather than the path, since core's is static.
  *
  * How many participants' worth of work a partial path's rows are divided
@@ -37,4 +44,92 @@ tb_parallel_divisor(int parallel_workers)
 			divisor += leader_contribution;
 	}
 	return divisor;
+}
+
+/*
+ * Is a tuple deleted (or updated away) by a transaction whose effects the
+ * snapshot sees?  xmax is not a lock-only marker here.
+ */
+static bool
+deleter_is_visible(HeapTupleHeader tuple, TransactionId xmax,
+				   bool xmax_committed_hint, Snapshot snapshot)
+{
+	if (TransactionIdIsCurrentTransactionId(xmax))
+		return HeapTupleHeaderGetCmax(tuple) < snapshot->curcid;
+	if (XidInMVCCSnapshot(xmax, snapshot))
+		return false;
+	/* Not running for the snapshot: committed, or aborted/crashed. */
+	return xmax_committed_hint || TransactionIdDidCommit(xmax);
+}
+
+/*
+ * Derived from HeapTupleSatisfiesMVCC(), src/backend/access/heap/
+ * heapam_visibility.c, PostgreSQL 15 and 17 (identical in both).
+ * Changed: never sets hint bits (core's calls SetHintBits(), which dirties
+ * the buffer; we look at a private page copy that may not change and that
+ * other participants read too), so the hints already on the page are read
+ * when present and the commit log asked otherwise; the HEAP_MOVED_* cases
+ * of pre-9.0 VACUUM FULL are left out (a temporary table never has them);
+ * the deletion half is shared in deleter_is_visible().  Safe in parallel
+ * workers, which share the leader's current transaction ids, combo CIDs
+ * and snapshot.
+ */
+bool
+tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot)
+{
+	uint16		infomask = tuple->t_infomask;
+	TransactionId xmax;
+
+	Assert(IsMVCCSnapshot(snapshot));
+
+	/* Inserted by a transaction the snapshot sees as committed? */
+	if (!HeapTupleHeaderXminCommitted(tuple))
+	{
+		TransactionId xmin = HeapTupleHeaderGetRawXmin(tuple);
+
+		if (HeapTupleHeaderXminInvalid(tuple))
+			return false;
+
+		if (TransactionIdIsCurrentTransactionId(xmin))
+		{
+			/* Our own insertion: visible if before this scan's command. */
+			if (HeapTupleHeaderGetCmin(tuple) >= snapshot->curcid)
+				return false;
+			if (infomask & HEAP_XMAX_INVALID)
+				return true;
+			if (HEAP_XMAX_IS_LOCKED_ONLY(infomask))
+				return true;
+			if (infomask & HEAP_XMAX_IS_MULTI)
+			{
+				xmax = HeapTupleGetUpdateXid(tuple);
+				/* Updating subtransaction must have aborted otherwise. */
+				if (!TransactionIdIsCurrentTransactionId(xmax))
+					return true;
+				return HeapTupleHeaderGetCmax(tuple) >= snapshot->curcid;
+			}
+			xmax = HeapTupleHeaderGetRawXmax(tuple);
+			/* Deleting subtransaction must have aborted otherwise. */
+			if (!TransactionIdIsCurrentTransactionId(xmax))
+				return true;
+			return HeapTupleHeaderGetCmax(tuple) >= snapshot->curcid;
+		}
+		if (XidInMVCCSnapshot(xmin, snapshot))
+			return false;
+		if (!TransactionIdDidCommit(xmin))
+			return false;		/* aborted, or crashed */
+	}
+	else if (!HeapTupleHeaderXminFrozen(tuple) &&
+			 XidInMVCCSnapshot(HeapTupleHeaderGetRawXmin(tuple), snapshot))
+		return false;			/* committed, but after the snapshot */
+
+	/* The insertion is visible; is the deletion? */
+	if (infomask & HEAP_XMAX_INVALID)
+		return true;
+	if (HEAP_XMAX_IS_LOCKED_ONLY(infomask))
+		return true;
+	if (infomask & HEAP_XMAX_IS_MULTI)
+		return !deleter_is_visible(tuple, HeapTupleGetUpdateXid(tuple),
+								   false, snapshot);
+	return !deleter_is_visible(tuple, HeapTupleHeaderGetRawXmax(tuple),
+							   (infomask & HEAP_XMAX_COMMITTED) != 0, snapshot);
 }

@@ -2,7 +2,8 @@
  *
  * page_reader.c
  *	  Read a temporary table's pages straight from its file into private
- *	  memory, and decide tuple visibility there without setting hint bits.
+ *	  memory; core_copies.c decides tuple visibility there without setting
+ *	  hint bits.
  *
  * Parallel workers cannot use the leader's local buffers (they have none,
  * and InitLocalBuffers() refuses to run in a worker), so every participant
@@ -22,16 +23,8 @@
  */
 #include "postgres.h"
 
-#include "access/heapam.h"
-#include "access/htup_details.h"
-#include "access/multixact.h"
-#include "access/transam.h"
-#include "access/xact.h"
-#include "access/xlog.h"
 #include "miscadmin.h"
-#include "utils/combocid.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 
 #include "pg_tempbuf.h"
 
@@ -74,86 +67,4 @@ tb_read_page(Relation rel, BlockNumber blkno, char *page, char *scratch)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(100L * (attempt + 1));
 	}
-}
-
-/*
- * Is a tuple deleted (or updated away) by a transaction whose effects the
- * snapshot sees?  xmax is not a lock-only marker here.
- */
-static bool
-deleter_is_visible(HeapTupleHeader tuple, TransactionId xmax,
-				   bool xmax_committed_hint, Snapshot snapshot)
-{
-	if (TransactionIdIsCurrentTransactionId(xmax))
-		return HeapTupleHeaderGetCmax(tuple) < snapshot->curcid;
-	if (XidInMVCCSnapshot(xmax, snapshot))
-		return false;
-	/* Not running for the snapshot: committed, or aborted/crashed. */
-	return xmax_committed_hint || TransactionIdDidCommit(xmax);
-}
-
-/*
- * HeapTupleSatisfiesMVCC() without hint bits: the same decisions, taken
- * from the hints already on the page when present, else from the commit
- * log, and never recorded.  Safe in parallel workers, which share the
- * leader's current transaction ids, combo CIDs and snapshot.
- */
-bool
-tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot)
-{
-	uint16		infomask = tuple->t_infomask;
-	TransactionId xmax;
-
-	Assert(IsMVCCSnapshot(snapshot));
-
-	/* Inserted by a transaction the snapshot sees as committed? */
-	if (!HeapTupleHeaderXminCommitted(tuple))
-	{
-		TransactionId xmin = HeapTupleHeaderGetRawXmin(tuple);
-
-		if (HeapTupleHeaderXminInvalid(tuple))
-			return false;
-
-		if (TransactionIdIsCurrentTransactionId(xmin))
-		{
-			/* Our own insertion: visible if before this scan's command. */
-			if (HeapTupleHeaderGetCmin(tuple) >= snapshot->curcid)
-				return false;
-			if (infomask & HEAP_XMAX_INVALID)
-				return true;
-			if (HEAP_XMAX_IS_LOCKED_ONLY(infomask))
-				return true;
-			if (infomask & HEAP_XMAX_IS_MULTI)
-			{
-				xmax = HeapTupleGetUpdateXid(tuple);
-				/* Updating subtransaction must have aborted otherwise. */
-				if (!TransactionIdIsCurrentTransactionId(xmax))
-					return true;
-				return HeapTupleHeaderGetCmax(tuple) >= snapshot->curcid;
-			}
-			xmax = HeapTupleHeaderGetRawXmax(tuple);
-			/* Deleting subtransaction must have aborted otherwise. */
-			if (!TransactionIdIsCurrentTransactionId(xmax))
-				return true;
-			return HeapTupleHeaderGetCmax(tuple) >= snapshot->curcid;
-		}
-		if (XidInMVCCSnapshot(xmin, snapshot))
-			return false;
-		if (!TransactionIdDidCommit(xmin))
-			return false;		/* aborted, or crashed */
-	}
-	else if (!HeapTupleHeaderXminFrozen(tuple) &&
-			 XidInMVCCSnapshot(HeapTupleHeaderGetRawXmin(tuple), snapshot))
-		return false;			/* committed, but after the snapshot */
-
-	/* The insertion is visible; is the deletion? */
-	if (infomask & HEAP_XMAX_INVALID)
-		return true;
-	if (HEAP_XMAX_IS_LOCKED_ONLY(infomask))
-		return true;
-	if (infomask & HEAP_XMAX_IS_MULTI)
-		return !deleter_is_visible(tuple, HeapTupleGetUpdateXid(tuple),
-								   false, snapshot);
-	return !deleter_is_visible(tuple, HeapTupleHeaderGetRawXmax(tuple),
-							   (infomask & HEAP_XMAX_COMMITTED) != 0, snapshot);
 }

@@ -45,11 +45,10 @@ extern BlockNumber *tb_resident_blocks(TbRelFileId file, ForkNumber fork,
 /* flush_cost.c */
 extern double tb_flush_cost(Relation rel, int *dirty_pages);
 
-/* page_reader.c: private page copies and hint-bit-free visibility */
+/* page_reader.c: private page copies */
 extern bool tb_verify_reread;
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
-extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
 
 /*
  * temp_scan.c: the Temp Seq Scan executor node, "Custom Scan (Temp Seq
@@ -77,5 +76,6 @@ extern Oid	tb_settle_temp_scans(PlannedStmt *stmt);
 
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);
+extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
 
 #endif							/* PG_TEMPBUF_H */
