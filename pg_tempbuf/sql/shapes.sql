@@ -92,6 +92,10 @@ SELECT * FROM both_ways('SELECT count(*) FROM big WHERE k IN (SELECT k FROM stag
 EXPLAIN (COSTS OFF) SELECT count(*) FROM big b WHERE NOT EXISTS (SELECT FROM stage s WHERE s.k = b.k);
 SELECT * FROM both_ways('SELECT count(*) FROM big b WHERE NOT EXISTS (SELECT FROM stage s WHERE s.k = b.k)');
 
+-- NOT IN: a hashed SubPlan over the temporary table, evaluated by workers.
+SELECT plan_summary('SELECT count(*) FROM big WHERE k NOT IN (SELECT k FROM stage)');
+SELECT * FROM both_ways('SELECT count(*) FROM big WHERE k NOT IN (SELECT k FROM stage)');
+
 -- Two temporary tables in one plan.
 EXPLAIN (COSTS OFF) SELECT count(*) FROM big b JOIN stage s USING (k) JOIN stage2 s2 ON s2.v = b.v;
 SELECT * FROM both_ways('SELECT count(*) FROM big b JOIN stage s USING (k) JOIN stage2 s2 ON s2.v = b.v');

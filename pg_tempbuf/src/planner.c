@@ -274,6 +274,20 @@ mark_ancestors_parallel(PlannerInfo *root, RelOptInfo *rel)
 }
 
 static void
+drop_stock_seq_scans(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (path->pathtype == T_SeqScan && !path->parallel_safe)
+			rel->pathlist = foreach_delete_current(rel->pathlist, lc);
+	}
+}
+
+static void
 tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
 {
@@ -336,6 +350,15 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL)
 		mark_ancestors_parallel(root, rel);
+
+	/*
+	 * A subquery is planned alone and keeps its cheapest path, which would
+	 * be the stock Seq Scan: then a SubPlan over this table could never be
+	 * parallel safe.  Leave the subquery our full scan instead; a plan that
+	 * ends up serial gets the stock scan back (plan_walk.c).
+	 */
+	if (root->parent_root != NULL)
+		drop_stock_seq_scans(rel);
 }
 
 static Plan *
