@@ -15,6 +15,8 @@ ANALYZE big;
 CREATE TEMP TABLE stage AS
   SELECT g AS k, g * 3 AS w FROM generate_series(1, 400, 2) g;
 ANALYZE stage;
+CREATE TEMP TABLE unioned AS SELECT g % 1000 AS k FROM generate_series(1, 50000) g;
+ANALYZE unioned;
 CREATE TEMP TABLE stage2 AS SELECT g AS v FROM generate_series(1, 10007, 7) g;
 ANALYZE stage2;
 
@@ -118,6 +120,13 @@ SELECT * FROM both_ways('SELECT count(*) FROM stage s1 JOIN stage s2 ON s1.k = s
 SELECT plan_summary('WITH c AS (SELECT k, w FROM stage) SELECT count(*), sum(c.w) FROM big b JOIN c USING (k) WHERE b.v > (SELECT avg(w) FROM stage)');
 SELECT * FROM both_ways('WITH c AS (SELECT k, w FROM stage) SELECT count(*), sum(c.w) FROM big b JOIN c USING (k) WHERE b.v > (SELECT avg(w) FROM stage)');
 SELECT workers_launched('WITH c AS (SELECT k, w FROM stage) SELECT count(*), sum(c.w) FROM big b JOIN c USING (k) WHERE b.v > (SELECT avg(w) FROM stage)');
+
+-- UNION ALL of two reads of a table: both reads are ours.  (A permanent
+-- member listed after a temporary one stays serial: core decided that its
+-- rel may not be parallel before our hook ran.)
+SELECT plan_summary('SELECT count(*), sum(k) FROM (SELECT k FROM unioned UNION ALL SELECT k FROM unioned WHERE k > 100) u');
+SELECT * FROM both_ways('SELECT count(*), sum(k) FROM (SELECT k FROM unioned UNION ALL SELECT k FROM unioned WHERE k > 100) u');
+SELECT * FROM both_ways('SELECT count(*), sum(k) FROM (SELECT k FROM unioned UNION ALL SELECT k FROM big) u');
 
 -- A stock read that cannot become ours (an index scan in the InitPlan):
 -- with a full scan of ours in the plan, the plan is made again without our

@@ -19,10 +19,11 @@
  * The stock paths keep parallel_safe = false, so a stock scan of a
  * temporary table never lands in a worker.
  *
- * Children of a temporary partitioned (or inheritance) table get the same
- * paths; the first child to get them also marks its temporary ancestors
- * consider_parallel, before core builds the parent's Append paths, so that
- * Parallel Append and partial Append are considered over temp partitions.
+ * Children of a temporary partitioned (or inheritance) table, and the
+ * members of a flattened UNION ALL, get the same paths; the first member
+ * to get them also marks its ancestors consider_parallel, before core
+ * builds their Append paths, so that Parallel Append and partial Append
+ * are considered over temp partitions.
  *
  * A table may be read in several places of one plan: plan_walk.c then
  * makes every read of it go through our scan, or falls back.
@@ -246,31 +247,59 @@ make_temp_scan_path(RelOptInfo *rel, bool partial, int parallel_workers,
 }
 
 /*
- * Let the Append over rel, a child of temporary tables, be parallel: mark
- * its temporary ancestors consider_parallel, as core would have if they
- * were permanent.  Core still ANDs every child's parallel safety into each
- * Append path, so a parent marked here yields no parallel path over a
- * child we could not handle.
+ * May the parent appendrel of rel, and its own parents, be parallel?  Core
+ * left them not consider_parallel because a temporary table was among
+ * their members: check what core would have checked otherwise, for a
+ * temporary partitioned or inheritance parent and for a flattened UNION
+ * ALL (see set_rel_consider_parallel()).
  */
-static void
+static bool
+appendrel_may_be_parallel(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
+	if (rel->consider_parallel)
+		return true;
+	if (!rel_expressions_parallel_safe(root, rel))
+		return false;
+	if (rte->rtekind == RTE_RELATION)
+		return get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP;
+	if (rte->rtekind == RTE_SUBQUERY)
+		return !limit_needed(castNode(Query, rte->subquery));
+	return false;
+}
+
+/*
+ * Let the Appends above rel, a member of an appendrel, be parallel: mark
+ * its ancestors consider_parallel, as core would have if no temporary
+ * table were among their members, before core builds their Append paths.
+ * Core still ANDs every member's parallel safety into each Append path, so
+ * a parent marked here yields no parallel path over a member we could not
+ * handle.  Returns false, marking nothing, when an ancestor must stay
+ * serial: then rel gets no paths of ours either, because core would build
+ * a partial Append over them under a parent not meant to be parallel.
+ */
+static bool
 mark_ancestors_parallel(PlannerInfo *root, RelOptInfo *rel)
 {
-	Index		relid = rel->relid;
-
-	while (root->append_rel_array && root->append_rel_array[relid])
+	for (int pass = 0; pass < 2; pass++)
 	{
-		Index		parent_relid = root->append_rel_array[relid]->parent_relid;
-		RelOptInfo *parent = root->simple_rel_array[parent_relid];
-		RangeTblEntry *parent_rte = root->simple_rte_array[parent_relid];
+		Index		relid = rel->relid;
 
-		if (parent == NULL || parent->consider_parallel ||
-			parent_rte->rtekind != RTE_RELATION ||
-			get_rel_persistence(parent_rte->relid) != RELPERSISTENCE_TEMP ||
-			!rel_expressions_parallel_safe(root, parent))
-			return;
-		parent->consider_parallel = true;
-		relid = parent_relid;
+		while (root->append_rel_array && root->append_rel_array[relid])
+		{
+			Index		parent_relid = root->append_rel_array[relid]->parent_relid;
+			RelOptInfo *parent = root->simple_rel_array[parent_relid];
+
+			if (pass == 0 &&
+				(parent == NULL ||
+				 !appendrel_may_be_parallel(root, parent,
+											root->simple_rte_array[parent_relid])))
+				return false;
+			if (pass == 1)
+				parent->consider_parallel = true;
+			relid = parent_relid;
+		}
 	}
+	return true;
 }
 
 static void
@@ -318,6 +347,9 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (!rel_expressions_parallel_safe(root, rel))
 		return;
+	if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
+		!mark_ancestors_parallel(root, rel))
+		return;
 
 	/* The parser holds a lock on the table already. */
 	relation = table_open(rte->relid, NoLock);
@@ -347,9 +379,6 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		add_partial_path(rel, &make_temp_scan_path(rel, true, parallel_workers,
 												   toast_sensitive, dirty_pages,
 												   flush_cost)->path);
-
-	if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL)
-		mark_ancestors_parallel(root, rel);
 
 	/*
 	 * A subquery is planned alone and keeps its cheapest path, which would
