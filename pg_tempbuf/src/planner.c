@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
@@ -95,6 +96,20 @@ reads_temp_relation_walker(Node *node, void *context)
 	return expression_tree_walker(node, reads_temp_relation_walker, context);
 }
 
+/*
+ * Until this session creates a temporary table it has no temporary schema,
+ * and there is nothing for us to do: the common case costs one test.
+ */
+static bool
+session_has_temp_tables(void)
+{
+	Oid			temp_namespace;
+	Oid			temp_toast_namespace;
+
+	GetTempNamespaceState(&temp_namespace, &temp_toast_namespace);
+	return OidIsValid(temp_namespace);
+}
+
 static PlannedStmt *
 plan_with(Query *parse, const char *query_string, int cursorOptions,
 		  ParamListInfo boundParams)
@@ -120,7 +135,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
 
-	if (!tb_parallel_scan_enabled)
+	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_with(parse, query_string, cursorOptions, boundParams);
 
 	if (reads_temp_relation_walker((Node *) parse, NULL))
