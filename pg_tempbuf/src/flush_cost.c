@@ -15,34 +15,7 @@
  */
 #include "postgres.h"
 
-#include <float.h>
-
-#include "utils/guc.h"
-
 #include "pg_tempbuf.h"
-
-double		tb_write_page_cost = 1.3;
-double		tb_buffer_scan_cost = 0.01;
-
-void
-tb_define_cost_gucs(void)
-{
-	DefineCustomRealVariable("pg_tempbuf.write_page_cost",
-							 "Sets the planner's estimate of the cost of writing one dirty temporary-table page.",
-							 "In units of seq_page_cost; measure it with pglab flush-cost.",
-							 &tb_write_page_cost,
-							 1.3, 0.0, DBL_MAX,
-							 PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-
-	DefineCustomRealVariable("pg_tempbuf.buffer_scan_cost",
-							 "Sets the planner's estimate of the cost of scanning one local buffer for dirty pages.",
-							 "In units of seq_page_cost, per local buffer holding a page.",
-							 &tb_buffer_scan_cost,
-							 0.01, 0.0, DBL_MAX,
-							 PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-}
 
 /*
  * Estimated cost of flushing rel's dirty main-fork pages (what a scan of

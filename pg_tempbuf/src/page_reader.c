@@ -30,8 +30,6 @@
 
 #define TB_READ_ATTEMPTS	10
 
-bool		tb_verify_reread = false;
-
 /*
  * Read block blkno of rel's main fork into page, which must be BLCKSZ
  * bytes; scratch is a second such buffer for the reread check.  Returns the

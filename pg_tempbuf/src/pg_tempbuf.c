@@ -1,11 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * pg_tempbuf.c
- *	  Module entry point of the pg_tempbuf extension.
+ *	  Module entry point of the pg_tempbuf extension, and its settings:
+ *	  every GUC is defined here, and only here.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <float.h>
 
 #include "fmgr.h"
 #include "utils/guc.h"
@@ -16,16 +19,29 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+/*
+ * The flush cost model's constants, in seq_page_cost units.  The defaults
+ * are the article's: a temp page write costs 1.2-1.3 sequential reads, a
+ * look at one local buffer about 1% of a write ("Temporary tables: cost
+ * of flushing local buffers", see README.md); pglab flush-cost measures
+ * both on the user's own storage.
+ */
+#define DEFAULT_WRITE_PAGE_COST		1.3
+#define DEFAULT_BUFFER_SCAN_COST	0.01
+
+bool		tb_parallel_scan_enabled = true;
+bool		tb_verify_reread = false;
+double		tb_write_page_cost = DEFAULT_WRITE_PAGE_COST;
+double		tb_buffer_scan_cost = DEFAULT_BUFFER_SCAN_COST;
+
 void
 _PG_init(void)
 {
-	tb_define_cost_gucs();
-
 	DefineCustomBoolVariable("pg_tempbuf.parallel_scan",
-							 "Lets the planner scan temporary tables in parallel.",
+							 "Lets the planner scan temporary tables in parallel plans.",
 							 "The leader flushes the table's dirty pages and every participant reads the table's file.",
 							 &tb_parallel_scan_enabled,
-							 true,
+							 tb_parallel_scan_enabled,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
@@ -33,7 +49,23 @@ _PG_init(void)
 							 "Reads each temporary-table page twice in parallel scans and compares the copies.",
 							 "Detects torn reads on clusters without data checksums, at the price of a second read.",
 							 &tb_verify_reread,
-							 false,
+							 tb_verify_reread,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_tempbuf.write_page_cost",
+							 "Sets the planner's estimate of the cost of writing one dirty temporary-table page.",
+							 "In units of seq_page_cost; measure it with pglab flush-cost.",
+							 &tb_write_page_cost,
+							 DEFAULT_WRITE_PAGE_COST, 0.0, DBL_MAX,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_tempbuf.buffer_scan_cost",
+							 "Sets the planner's estimate of the cost of scanning one local buffer for dirty pages.",
+							 "In units of seq_page_cost, per local buffer holding a page.",
+							 &tb_buffer_scan_cost,
+							 DEFAULT_BUFFER_SCAN_COST, 0.0, DBL_MAX,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -17,11 +17,11 @@
 
 #include "compat.h"
 
-/* GUCs of the flush cost model (flush_cost.c) */
+/* GUCs, all defined in pg_tempbuf.c */
+extern bool tb_parallel_scan_enabled;
+extern bool tb_verify_reread;
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
-
-extern void tb_define_cost_gucs(void);
 
 /*
  * What a walk over the local buffer pool saw.  "allocated" counts buffers
@@ -46,7 +46,6 @@ extern BlockNumber *tb_resident_blocks(TbRelFileId file, ForkNumber fork,
 extern double tb_flush_cost(Relation rel, int *dirty_pages);
 
 /* page_reader.c: private page copies */
-extern bool tb_verify_reread;
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
 
@@ -68,7 +67,6 @@ extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
 
 /* planner.c: hooks that offer the paths */
-extern bool tb_parallel_scan_enabled;
 extern void tb_install_planner_hooks(void);
 
 /* plan_walk.c: one kind of read per temporary table in a finished plan */

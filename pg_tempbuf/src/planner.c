@@ -50,8 +50,6 @@
 
 #include "pg_tempbuf.h"
 
-bool		tb_parallel_scan_enabled = true;
-
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
