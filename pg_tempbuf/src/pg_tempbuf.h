@@ -51,6 +51,18 @@ extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
 
+/* toast_reader.c: out-of-line values fetched through private pages */
+typedef struct TbToastReader TbToastReader;
+extern int	tb_toast_dirty_pages(Relation rel);
+extern int64 tb_toast_flush(Relation rel);
+extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,
+										   uint64 *rereads, const char **reason);
+extern void tb_toast_reader_close(TbToastReader *reader);
+extern Oid	tb_toast_reader_relid(TbToastReader *reader);
+extern struct varlena *tb_toast_fetch(TbToastReader *reader,
+									  struct varlena *attr,
+									  uint64 *pages, uint64 *rereads);
+
 /* temp_scan.c: the Parallel Temp Seq Scan executor node */
 #define TB_TEMP_SCAN_NAME "Temp Seq Scan"
 extern void tb_register_temp_scan(void);

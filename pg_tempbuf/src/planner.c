@@ -174,9 +174,9 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 
 /*
  * Columns the scan hands up or filters on.  System columns rule the path
- * out (our slot has none to give on every version); a toastable column, or
+ * out (our slot has none to give on every version); a varlena column, or
  * a whole-row reference to a table that has one, makes the scan toast
- * sensitive: a worker evaluating it might have to detoast.
+ * sensitive: its participants fetch out-of-line values themselves.
  */
 static bool
 scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive)
@@ -191,8 +191,8 @@ scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (!att->attisdropped && att->attlen == -1 &&
-			att->attstorage != TYPSTORAGE_PLAIN)
+		/* Any storage: SET STORAGE PLAIN leaves old values out of line. */
+		if (!att->attisdropped && att->attlen == -1)
 			any_toastable = true;
 	}
 
@@ -214,7 +214,7 @@ scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive
 		{
 			Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
 
-			if (att->attlen == -1 && att->attstorage != TYPSTORAGE_PLAIN)
+			if (att->attlen == -1)
 				*toast_sensitive = true;
 		}
 	}
@@ -313,10 +313,21 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		return;
 	}
 	supported = scan_columns_supported(rel, relation, &toast_sensitive);
-	/* Doomed to run in the leader alone right now: don't offer it. */
-	if (supported && toast_sensitive && tb_toast_has_data(relation))
-		supported = false;
 	flush_cost = tb_flush_cost(relation, &dirty_pages);
+
+	/*
+	 * Participants fetch out-of-line values through private pages of the
+	 * toast relation, which the leader flushes first.  Reading them costs
+	 * what a serial scan's detoasting costs, which core does not price
+	 * either; only the flush is extra.
+	 */
+	if (supported && toast_sensitive)
+	{
+		int			toast_dirty = tb_toast_dirty_pages(relation);
+
+		dirty_pages += toast_dirty;
+		flush_cost += tb_write_page_cost * toast_dirty;
+	}
 	table_close(relation, NoLock);
 	if (!supported)
 		return;

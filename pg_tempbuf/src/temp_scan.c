@@ -16,11 +16,16 @@
  *	- Participants take chunks of blocks from a shared counter and read
  *	  them into private memory (page_reader.c); no local buffer is used,
  *	  so workers need no temp_buffers of their own.
+ *	- Out-of-line values of the columns the scan uses are fetched by the
+ *	  participant that meets them, through private pages of the toast
+ *	  relation and its index (toast_reader.c), which the leader flushes
+ *	  with the table; the tuple goes up with those values inline, so no
+ *	  participant detoasts through local buffers.
  *	- When workers must not look at the table's rows the scan runs in the
  *	  leader alone: it then stops Gather from launching any worker.  That
- *	  happens when a worker might detoast an out-of-line value (the toast
- *	  fetch goes through local buffers), or when the statement also reads
- *	  the table elsewhere (the leader's other scan could write its pages).
+ *	  happens when the statement also reads the table elsewhere (the
+ *	  leader's other scan could write its pages), or when the toast index
+ *	  is one toast_reader.c cannot read.
  *	- Without shared memory (Gather running serially, e.g. an extended-
  *	  protocol fetch with a row limit) the node scans alone, the same way.
  *
@@ -31,12 +36,16 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "access/heaptoast.h"
 #include "access/parallel.h"
+#include "access/sysattr.h"
 #include "access/table.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "optimizer/optimizer.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
@@ -60,6 +69,8 @@ typedef struct TempScanCounters
 {
 	uint64		pages;
 	uint64		rereads;
+	uint64		toast_values;	/* out-of-line values fetched privately */
+	uint64		toast_pages;	/* toast heap and index pages read for them */
 } TempScanCounters;
 
 /* Shared state in the parallel query's DSM segment. */
@@ -68,6 +79,7 @@ typedef struct TempScanShared
 	BlockNumber nblocks;		/* the table's length when the leader flushed */
 	BlockNumber chunk;			/* blocks taken from next_block at a time */
 	bool		leader_only;
+	bool		toast_private;	/* participants fetch out-of-line values */
 	pg_atomic_uint64 next_block;
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
@@ -93,6 +105,13 @@ typedef struct TempScanState
 	BlockNumber chunk_next;		/* rest of the chunk in hand */
 	BlockNumber chunk_end;
 	const char *leader_only_reason;
+
+	/* private toast fetches: the varlena columns the scan uses */
+	AttrNumber *toast_attrs;
+	int			ntoast_attrs;
+	TbToastReader *toast;		/* this participant's reader, or NULL */
+	Datum	   *values;
+	bool	   *isnull;
 
 	/* the page in hand and its visible tuples */
 	char	   *page;
@@ -213,6 +232,41 @@ temp_scan_create_state(CustomScan *cscan)
 	return (Node *) ts;
 }
 
+/*
+ * The varlena columns that the plan's output and quals read (all of them
+ * for a whole-row reference): those whose out-of-line values we fetch.
+ */
+static void
+find_toast_attrs(TempScanState *ts)
+{
+	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
+	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
+	Bitmapset  *attrs = NULL;
+	bool		whole_row;
+
+	pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid,
+				   &attrs);
+	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid,
+				   &attrs);
+	whole_row = bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber,
+							  attrs);
+
+	ts->toast_attrs = palloc(sizeof(AttrNumber) * desc->natts);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		/* Any storage: SET STORAGE PLAIN leaves old values out of line. */
+		if (att->attisdropped || att->attlen != -1)
+			continue;
+		if (whole_row ||
+			bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs))
+			ts->toast_attrs[ts->ntoast_attrs++] = i;
+	}
+	ts->values = palloc(sizeof(Datum) * desc->natts);
+	ts->isnull = palloc(sizeof(bool) * desc->natts);
+}
+
 static void
 temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -221,6 +275,8 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	ts->page = palloc(BLCKSZ);
 	ts->scratch = palloc(BLCKSZ);
 	ts->page_block = InvalidBlockNumber;
+	if (ts->toast_sensitive)
+		find_toast_attrs(ts);
 }
 
 /* Does the table's toast relation hold anything a worker might fetch? */
@@ -251,13 +307,21 @@ temp_scan_prepare(TempScanState *ts)
 	TbRelFileId file = TbRelationFileId(rel);
 	instr_time	start;
 	instr_time	duration;
+	const char *toast_reason = NULL;
+	bool		fetch_toast;
 
 	Assert(!IsParallelWorker());
+
+	/* Our own fetches are needed unless the leader scans alone anyway. */
+	fetch_toast = ts->ntoast_attrs > 0 && !ts->read_elsewhere &&
+		tb_toast_has_data(rel);
 
 	if (!ts->flushed)
 	{
 		INSTR_TIME_SET_CURRENT(start);
 		ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
+		if (fetch_toast)
+			ts->pages_flushed += tb_toast_flush(rel);
 		INSTR_TIME_SET_CURRENT(duration);
 		INSTR_TIME_SUBTRACT(duration, start);
 		ts->flush_ms = INSTR_TIME_GET_MILLISEC(duration);
@@ -266,10 +330,20 @@ temp_scan_prepare(TempScanState *ts)
 
 	ts->nblocks = RelationGetNumberOfBlocks(rel);
 
+	if (fetch_toast && ts->toast == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+		TempScanCounters *counters = &ts->mine;
+
+		ts->toast = tb_toast_reader_open(rel, &counters->toast_pages,
+										 &counters->rereads, &toast_reason);
+		MemoryContextSwitchTo(oldcxt);
+	}
+
 	if (ts->read_elsewhere)
 		ts->leader_only_reason = "the statement reads the table elsewhere";
-	else if (ts->toast_sensitive && tb_toast_has_data(rel))
-		ts->leader_only_reason = "workers could need to detoast values";
+	else if (fetch_toast && ts->toast == NULL)
+		ts->leader_only_reason = toast_reason;
 	else
 		ts->leader_only_reason = NULL;
 
@@ -370,6 +444,61 @@ load_page(TempScanState *ts, BlockNumber blkno)
 }
 
 /*
+ * The tuple with the out-of-line values of the columns the scan uses
+ * fetched and put inline, in per-tuple memory; the tuple itself when it
+ * has none.  A value of another toast relation cannot occur in a table
+ * (core re-toasts such values on insertion): should one turn up, the
+ * leader leaves it to core, while a worker, which cannot, gives up.
+ */
+static HeapTuple
+fetch_external_values(TempScanState *ts, HeapTuple tuple)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	TempScanCounters *counters = my_counters(ts);
+	MemoryContext oldcxt;
+	HeapTuple	result = tuple;
+	bool		changed = false;
+
+	oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
+	heap_deform_tuple(tuple, desc, ts->values, ts->isnull);
+	for (int i = 0; i < ts->ntoast_attrs; i++)
+	{
+		int			att = ts->toast_attrs[i];
+		struct varlena *value = (struct varlena *) DatumGetPointer(ts->values[att]);
+		struct varatt_external toast_pointer;
+
+		if (ts->isnull[att] || !VARATT_IS_EXTERNAL_ONDISK(value))
+			continue;
+		VARATT_EXTERNAL_GET_POINTER(toast_pointer, value);
+		if (toast_pointer.va_toastrelid != tb_toast_reader_relid(ts->toast))
+		{
+			if (!IsParallelWorker())
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" in a parallel worker",
+							RelationGetRelationName(rel)),
+					 errdetail("The value is stored in toast relation %u, not in the table's own.",
+							   toast_pointer.va_toastrelid)));
+		}
+		ts->values[att] = PointerGetDatum(tb_toast_fetch(ts->toast, value,
+														 &counters->toast_pages,
+														 &counters->rereads));
+		counters->toast_values++;
+		changed = true;
+	}
+	if (changed)
+	{
+		result = heap_form_tuple(desc, ts->values, ts->isnull);
+		result->t_self = tuple->t_self;
+		result->t_tableOid = tuple->t_tableOid;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return result;
+}
+
+/*
  * Put a tuple of the private page into the scan slot.  A heap tuple slot
  * just points at it; the virtual slot of PostgreSQL 15 needs it deformed,
  * with defaults of columns added since the row was written.
@@ -422,7 +551,10 @@ temp_scan_next(ScanState *ss)
 			ts->tuple.t_len = ItemIdGetLength(lp);
 			ItemPointerSet(&ts->tuple.t_self, ts->page_block, off);
 			ts->tuple.t_tableOid = RelationGetRelid(ss->ss_currentRelation);
-			store_tuple(slot, &ts->tuple);
+			if (ts->toast && HeapTupleHasExternal(&ts->tuple))
+				store_tuple(slot, fetch_external_values(ts, &ts->tuple));
+			else
+				store_tuple(slot, &ts->tuple);
 			return slot;
 		}
 		if (!next_block(ts, &blkno))
@@ -447,6 +579,10 @@ temp_scan_exec(CustomScanState *node)
 static void
 temp_scan_end(CustomScanState *node)
 {
+	TempScanState *ts = (TempScanState *) node;
+
+	if (ts->toast)
+		tb_toast_reader_close(ts->toast);
 }
 
 static void
@@ -476,6 +612,7 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	shared->nblocks = ts->nblocks;
 	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
 	shared->leader_only = ts->leader_only_reason != NULL;
+	shared->toast_private = ts->toast != NULL;
 	pg_atomic_init_u64(&shared->next_block, 0);
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
@@ -511,6 +648,8 @@ collect_counters(TempScanState *ts)
 	{
 		ts->totals[i].pages += shared->counters[i].pages;
 		ts->totals[i].rereads += shared->counters[i].rereads;
+		ts->totals[i].toast_values += shared->counters[i].toast_values;
+		ts->totals[i].toast_pages += shared->counters[i].toast_pages;
 	}
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (shared->nworkers + 1));
 }
@@ -533,6 +672,19 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	ts->shared = coordinate;
 	ts->prepared = true;
 	reset_pass(ts);
+
+	if (ts->shared->toast_private)
+	{
+		TempScanCounters *counters = my_counters(ts);
+		const char *reason = NULL;
+
+		ts->toast = tb_toast_reader_open(ts->css.ss.ss_currentRelation,
+										 &counters->toast_pages,
+										 &counters->rereads, &reason);
+		/* The leader read the same pages and could. */
+		if (ts->toast == NULL)
+			elog(ERROR, "parallel worker could not read toast index: %s", reason);
+	}
 }
 
 static void
@@ -546,10 +698,36 @@ temp_scan_shutdown(CustomScanState *node)
 	ts->shared = NULL;
 }
 
+/*
+ * "leader=N worker 0=N ..." for one counter; workers that read no page of
+ * the table are left out.
+ */
+static char *
+per_participant(TempScanCounters *counts, int ncounts, size_t field)
+{
+	StringInfoData buf;
+
+#define COUNTER(i) (*(uint64 *) ((char *) &counts[i] + field))
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "leader=" UINT64_FORMAT, COUNTER(0));
+	for (int i = 1; i < ncounts; i++)
+	{
+		if (counts[i].pages > 0)
+			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i - 1,
+							 COUNTER(i));
+	}
+#undef COUNTER
+	return buf.data;
+}
+
 static void
 temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	TempScanState *ts = (TempScanState *) node;
+	TempScanCounters *counts;
+	int			ncounts;
+	uint64		rereads = 0;
+	uint64		toast_values = 0;
 
 	if (es->costs)
 	{
@@ -567,28 +745,32 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	if (ts->totals)
 	{
-		StringInfoData buf;
-		uint64		rereads = 0;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "leader=" UINT64_FORMAT, ts->totals[0].pages);
-		for (int i = 1; i < ts->ntotals; i++)
-		{
-			if (ts->totals[i].pages > 0)
-				appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i - 1,
-								 ts->totals[i].pages);
-		}
-		for (int i = 0; i < ts->ntotals; i++)
-			rereads += ts->totals[i].rereads;
-		ExplainPropertyText("Pages Read", buf.data, es);
-		if (rereads > 0)
-			ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
+		counts = ts->totals;
+		ncounts = ts->ntotals;
 	}
 	else
 	{
-		ExplainPropertyText("Pages Read",
-							psprintf("leader=" UINT64_FORMAT, ts->mine.pages), es);
-		if (ts->mine.rereads > 0)
-			ExplainPropertyInteger("Page Rereads", NULL, ts->mine.rereads, es);
+		counts = &ts->mine;
+		ncounts = 1;
 	}
+
+	for (int i = 0; i < ncounts; i++)
+	{
+		rereads += counts[i].rereads;
+		toast_values += counts[i].toast_values;
+	}
+	ExplainPropertyText("Pages Read",
+						per_participant(counts, ncounts,
+										offsetof(TempScanCounters, pages)), es);
+	if (toast_values > 0)
+	{
+		ExplainPropertyText("Toast Values Fetched",
+							per_participant(counts, ncounts,
+											offsetof(TempScanCounters, toast_values)), es);
+		ExplainPropertyText("Toast Pages Read",
+							per_participant(counts, ncounts,
+											offsetof(TempScanCounters, toast_pages)), es);
+	}
+	if (rereads > 0)
+		ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
 }
