@@ -413,7 +413,8 @@ collect_chunks(TbToastReader *reader, Oid valueid)
 	if (reader->root == P_NONE)
 		return;					/* an empty index */
 	blkno = descend(reader, valueid);
-	for (;;)
+
+	for (bool first_leaf = true;; first_leaf = false)
 	{
 		Page		page = index_page(reader, blkno);
 		BTPageOpaque opaque = BTPageGetOpaque(page);
@@ -421,8 +422,25 @@ collect_chunks(TbToastReader *reader, Oid valueid)
 
 		if (!P_IGNORE(opaque))
 		{
-			for (OffsetNumber off = P_FIRSTDATAKEY(opaque); off <= maxoff;
-				 off = OffsetNumberNext(off))
+			OffsetNumber start = P_FIRSTDATAKEY(opaque);
+
+			/* On the first leaf, skip the entries of smaller values. */
+			if (first_leaf)
+			{
+				OffsetNumber high = OffsetNumberNext(maxoff);
+
+				while (start < high)
+				{
+					OffsetNumber mid = start + (high - start) / 2;
+					IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
+
+					if (tuple_chunk_id(reader, itup) < valueid)
+						start = mid + 1;
+					else
+						high = mid;
+				}
+			}
+			for (OffsetNumber off = start; off <= maxoff; off = OffsetNumberNext(off))
 			{
 				IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
 				Oid			chunk_id = tuple_chunk_id(reader, itup);
