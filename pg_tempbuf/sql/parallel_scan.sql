@@ -172,11 +172,18 @@ INSERT INTO toasty SELECT g,
 INSERT INTO toasty VALUES (0, NULL, repeat('b', 2 * 1996));
 INSERT INTO toasty SELECT g, NULL, NULL FROM generate_series(1000, 3000) g;
 ANALYZE toasty;
+-- Values reach the plan fetched and decompressed: a statement asking how
+-- they are stored gets no parallel scan of the table.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM toasty WHERE pg_column_compression(z) = 'pglz';
 SELECT count(*) FILTER (WHERE z IS NOT NULL AND pg_column_compression(z) = 'pglz') > 100 AS pglz_values,
        count(*) FILTER (WHERE pg_column_size(x) > 1000) > 100 AS external_values
   FROM toasty;
 SELECT * FROM explain_analyze('SELECT sum(length(z)), sum(length(x)), count(*) FROM toasty');
 SELECT * FROM explain_analyze('SELECT count(*) FROM toasty WHERE x LIKE ''%xb%'' OR z LIKE ''%ab%''');
+-- Values only the output needs are fetched for the rows the quals keep:
+-- 14 of the 20 rows with id % 10 = 1 have a z.
+SELECT * FROM explain_analyze('SELECT max(length(z)) FROM toasty WHERE id % 10 = 1');
+SELECT max(length(z)), count(z) FROM toasty WHERE id % 10 = 1;
 CREATE VIEW toasty_all AS
   SELECT count(*) AS n, sum(length(z)) AS z_len, sum(length(x)) AS x_len,
          sum(hashtext(t::text)) AS rows_hash

@@ -37,6 +37,7 @@
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
 #include "parser/parsetree.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/spccache.h"
@@ -51,6 +52,13 @@ static planner_hook_type prev_planner_hook = NULL;
 /* Relation OIDs the statement being planned reads more than once. */
 static List *relids_read_twice = NIL;
 
+/*
+ * Does the statement call a function that tells how a value is stored?
+ * Our scans hand up out-of-line values fetched and decompressed, so those
+ * would answer differently than in a serial plan.
+ */
+static bool inspects_storage = false;
+
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
 								 List *clauses, List *custom_plans);
@@ -64,7 +72,24 @@ typedef struct RelidCount
 {
 	List	   *seen;
 	List	   *twice;
+	bool		inspects_storage;
 } RelidCount;
+
+static bool
+is_storage_function(Oid funcid)
+{
+	switch (funcid)
+	{
+		case F_PG_COLUMN_SIZE:
+		case F_PG_COLUMN_COMPRESSION:
+#ifdef F_PG_COLUMN_TOAST_CHUNK_ID
+		case F_PG_COLUMN_TOAST_CHUNK_ID:
+#endif
+			return true;
+		default:
+			return false;
+	}
+}
 
 static bool
 count_relids_walker(Node *node, void *context)
@@ -86,6 +111,8 @@ count_relids_walker(Node *node, void *context)
 		}
 		return false;
 	}
+	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
+		count->inspects_storage = true;
 	if (IsA(node, Query))
 		return query_tree_walker((Query *) node, count_relids_walker, context,
 								 QTW_EXAMINE_RTES_BEFORE);
@@ -139,16 +166,19 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
 	List	   *saved = relids_read_twice;
+	bool		saved_inspects = inspects_storage;
 	PlannedStmt *result;
 	ListCell   *lc;
 
 	relids_read_twice = NIL;
+	inspects_storage = false;
 	if (tb_parallel_scan_enabled)
 	{
-		RelidCount count = {NIL, NIL};
+		RelidCount count = {NIL, NIL, false};
 
 		count_relids_walker((Node *) parse, &count);
 		relids_read_twice = count.twice;
+		inspects_storage = count.inspects_storage;
 	}
 
 	PG_TRY();
@@ -163,6 +193,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PG_FINALLY();
 	{
 		relids_read_twice = saved;
+		inspects_storage = saved_inspects;
 	}
 	PG_END_TRY();
 
@@ -313,6 +344,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		return;
 	}
 	supported = scan_columns_supported(rel, relation, &toast_sensitive);
+	if (toast_sensitive && inspects_storage)
+		supported = false;
 	flush_cost = tb_flush_cost(relation, &dirty_pages);
 
 	/*

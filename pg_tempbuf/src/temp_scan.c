@@ -106,9 +106,16 @@ typedef struct TempScanState
 	BlockNumber chunk_end;
 	const char *leader_only_reason;
 
-	/* private toast fetches: the varlena columns the scan uses */
-	AttrNumber *toast_attrs;
-	int			ntoast_attrs;
+	/*
+	 * Private toast fetches: the varlena columns the quals use, fetched
+	 * before the quals run, and those only the output uses, fetched for rows
+	 * that pass.  The scan then runs the quals itself, in place of ExecScan.
+	 */
+	AttrNumber *qual_attrs;
+	int			nqual_attrs;
+	AttrNumber *late_attrs;
+	int			nlate_attrs;
+	ExprState  *qual;
 	TbToastReader *toast;		/* this participant's reader, or NULL */
 	Datum	   *values;
 	bool	   *isnull;
@@ -232,26 +239,19 @@ temp_scan_create_state(CustomScan *cscan)
 	return (Node *) ts;
 }
 
-/*
- * The varlena columns that the plan's output and quals read (all of them
- * for a whole-row reference): those whose out-of-line values we fetch.
- */
-static void
-find_toast_attrs(TempScanState *ts)
+/* Varlena columns of the table that the expressions reference. */
+static Bitmapset *
+varlena_attrs(TempScanState *ts, List *exprs)
 {
 	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
 	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
 	Bitmapset  *attrs = NULL;
+	Bitmapset  *result = NULL;
 	bool		whole_row;
 
-	pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid,
-				   &attrs);
-	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid,
-				   &attrs);
+	pull_varattnos((Node *) exprs, cscan->scan.scanrelid, &attrs);
 	whole_row = bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber,
 							  attrs);
-
-	ts->toast_attrs = palloc(sizeof(AttrNumber) * desc->natts);
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -261,8 +261,44 @@ find_toast_attrs(TempScanState *ts)
 			continue;
 		if (whole_row ||
 			bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs))
-			ts->toast_attrs[ts->ntoast_attrs++] = i;
+			result = bms_add_member(result, i);
 	}
+	return result;
+}
+
+static AttrNumber *
+attr_array(Bitmapset *attrs, int *nattrs)
+{
+	AttrNumber *result = palloc(sizeof(AttrNumber) * Max(bms_num_members(attrs), 1));
+	int			x = -1;
+
+	*nattrs = 0;
+	while ((x = bms_next_member(attrs, x)) >= 0)
+		result[(*nattrs)++] = x;
+	return result;
+}
+
+/*
+ * Which out-of-line values this scan may have to fetch: those of the
+ * varlena columns its quals and output use (all of them for a whole-row
+ * reference).
+ */
+static void
+find_toast_attrs(TempScanState *ts)
+{
+	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
+	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
+	Bitmapset  *in_qual = varlena_attrs(ts, cscan->scan.plan.qual);
+	Bitmapset  *in_output = varlena_attrs(ts, cscan->scan.plan.targetlist);
+
+	ts->qual_attrs = attr_array(in_qual, &ts->nqual_attrs);
+	ts->late_attrs = attr_array(bms_difference(in_output, in_qual), &ts->nlate_attrs);
+	if (ts->nqual_attrs + ts->nlate_attrs == 0)
+		return;
+
+	/* Rows the quals reject must not cost a fetch: run them here. */
+	ts->qual = ts->css.ss.ps.qual;
+	ts->css.ss.ps.qual = NULL;
 	ts->values = palloc(sizeof(Datum) * desc->natts);
 	ts->isnull = palloc(sizeof(bool) * desc->natts);
 }
@@ -313,7 +349,7 @@ temp_scan_prepare(TempScanState *ts)
 	Assert(!IsParallelWorker());
 
 	/* Our own fetches are needed unless the leader scans alone anyway. */
-	fetch_toast = ts->ntoast_attrs > 0 && !ts->read_elsewhere &&
+	fetch_toast = ts->nqual_attrs + ts->nlate_attrs > 0 && !ts->read_elsewhere &&
 		tb_toast_has_data(rel);
 
 	if (!ts->flushed)
@@ -444,61 +480,6 @@ load_page(TempScanState *ts, BlockNumber blkno)
 }
 
 /*
- * The tuple with the out-of-line values of the columns the scan uses
- * fetched and put inline, in per-tuple memory; the tuple itself when it
- * has none.  A value of another toast relation cannot occur in a table
- * (core re-toasts such values on insertion): should one turn up, the
- * leader leaves it to core, while a worker, which cannot, gives up.
- */
-static HeapTuple
-fetch_external_values(TempScanState *ts, HeapTuple tuple)
-{
-	Relation	rel = ts->css.ss.ss_currentRelation;
-	TupleDesc	desc = RelationGetDescr(rel);
-	TempScanCounters *counters = my_counters(ts);
-	MemoryContext oldcxt;
-	HeapTuple	result = tuple;
-	bool		changed = false;
-
-	oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
-	heap_deform_tuple(tuple, desc, ts->values, ts->isnull);
-	for (int i = 0; i < ts->ntoast_attrs; i++)
-	{
-		int			att = ts->toast_attrs[i];
-		struct varlena *value = (struct varlena *) DatumGetPointer(ts->values[att]);
-		struct varatt_external toast_pointer;
-
-		if (ts->isnull[att] || !VARATT_IS_EXTERNAL_ONDISK(value))
-			continue;
-		VARATT_EXTERNAL_GET_POINTER(toast_pointer, value);
-		if (toast_pointer.va_toastrelid != tb_toast_reader_relid(ts->toast))
-		{
-			if (!IsParallelWorker())
-				continue;
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" in a parallel worker",
-							RelationGetRelationName(rel)),
-					 errdetail("The value is stored in toast relation %u, not in the table's own.",
-							   toast_pointer.va_toastrelid)));
-		}
-		ts->values[att] = PointerGetDatum(tb_toast_fetch(ts->toast, value,
-														 &counters->toast_pages,
-														 &counters->rereads));
-		counters->toast_values++;
-		changed = true;
-	}
-	if (changed)
-	{
-		result = heap_form_tuple(desc, ts->values, ts->isnull);
-		result->t_self = tuple->t_self;
-		result->t_tableOid = tuple->t_tableOid;
-	}
-	MemoryContextSwitchTo(oldcxt);
-	return result;
-}
-
-/*
  * Put a tuple of the private page into the scan slot.  A heap tuple slot
  * just points at it; the virtual slot of PostgreSQL 15 needs it deformed,
  * with defaults of columns added since the row was written.
@@ -519,6 +500,111 @@ store_tuple(TupleTableSlot *slot, HeapTuple tuple)
 			slot_getmissingattrs(slot, natts, slot->tts_tupleDescriptor->natts);
 		ExecStoreVirtualTuple(slot);
 	}
+}
+
+/*
+ * Fetch the out-of-line values of attrs into ts->values, decompressed;
+ * false when there was none.  A value of another toast relation cannot
+ * occur in a table (core re-toasts such values on insertion): should one
+ * turn up, the leader leaves it to core, while a worker, which cannot,
+ * gives up.
+ */
+static bool
+fetch_values(TempScanState *ts, AttrNumber *attrs, int nattrs)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	TempScanCounters *counters = my_counters(ts);
+	bool		fetched = false;
+
+	for (int i = 0; i < nattrs; i++)
+	{
+		int			att = attrs[i];
+		struct varlena *value = (struct varlena *) DatumGetPointer(ts->values[att]);
+		struct varatt_external toast_pointer;
+
+		if (ts->isnull[att] || !VARATT_IS_EXTERNAL_ONDISK(value))
+			continue;
+		VARATT_EXTERNAL_GET_POINTER(toast_pointer, value);
+		if (toast_pointer.va_toastrelid != tb_toast_reader_relid(ts->toast))
+		{
+			if (!IsParallelWorker())
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" in a parallel worker",
+							RelationGetRelationName(rel)),
+					 errdetail("The value is stored in toast relation %u, not in the table's own.",
+							   toast_pointer.va_toastrelid)));
+		}
+		value = tb_toast_fetch(ts->toast, value, &counters->toast_pages,
+							   &counters->rereads);
+		counters->toast_values++;
+
+		/*
+		 * Decompress here (pglz or lz4, no relation access): in parallel,
+		 * and not in the leader when the row goes up through Gather.
+		 */
+		if (VARATT_IS_COMPRESSED(value))
+		{
+			struct varlena *compressed = value;
+
+			value = detoast_attr(compressed);
+			pfree(compressed);
+		}
+		ts->values[att] = PointerGetDatum(value);
+		fetched = true;
+	}
+	return fetched;
+}
+
+/* Store ts->values, as a heap tuple standing for the one on the page. */
+static void
+store_values(TempScanState *ts, TupleTableSlot *slot)
+{
+	HeapTuple	tuple = heap_form_tuple(slot->tts_tupleDescriptor, ts->values,
+										ts->isnull);
+
+	tuple->t_self = ts->tuple.t_self;
+	tuple->t_tableOid = ts->tuple.t_tableOid;
+	store_tuple(slot, tuple);
+}
+
+static bool
+qual_passes(TempScanState *ts, TupleTableSlot *slot)
+{
+	ExprContext *econtext = ts->css.ss.ps.ps_ExprContext;
+
+	econtext->ecxt_scantuple = slot;
+	if (ExecQual(ts->qual, econtext))
+		return true;
+	InstrCountFiltered1(&ts->css.ss.ps, 1);
+	ResetExprContext(econtext);
+	return false;
+}
+
+/*
+ * Put the tuple in hand into the slot with the out-of-line values the quals
+ * need inline, run the quals, and fetch the values only the output needs
+ * for a row that passes.  Returns whether it passed.  Everything lives in
+ * per-tuple memory.
+ */
+static bool
+store_fetched(TempScanState *ts, TupleTableSlot *slot)
+{
+	ExprContext *econtext = ts->css.ss.ps.ps_ExprContext;
+	MemoryContext oldcxt = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	bool		passed;
+
+	heap_deform_tuple(&ts->tuple, slot->tts_tupleDescriptor, ts->values, ts->isnull);
+	if (fetch_values(ts, ts->qual_attrs, ts->nqual_attrs))
+		store_values(ts, slot);
+	else
+		store_tuple(slot, &ts->tuple);
+	passed = ts->qual == NULL || qual_passes(ts, slot);
+	if (passed && fetch_values(ts, ts->late_attrs, ts->nlate_attrs))
+		store_values(ts, slot);
+	MemoryContextSwitchTo(oldcxt);
+	return passed;
 }
 
 static TupleTableSlot *
@@ -552,9 +638,14 @@ temp_scan_next(ScanState *ss)
 			ItemPointerSet(&ts->tuple.t_self, ts->page_block, off);
 			ts->tuple.t_tableOid = RelationGetRelid(ss->ss_currentRelation);
 			if (ts->toast && HeapTupleHasExternal(&ts->tuple))
-				store_tuple(slot, fetch_external_values(ts, &ts->tuple));
-			else
-				store_tuple(slot, &ts->tuple);
+			{
+				if (!store_fetched(ts, slot))
+					continue;
+				return slot;
+			}
+			store_tuple(slot, &ts->tuple);
+			if (ts->qual && !qual_passes(ts, slot))
+				continue;
 			return slot;
 		}
 		if (!next_block(ts, &blkno))
