@@ -37,7 +37,6 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
-#include "access/heaptoast.h"
 #include "access/parallel.h"
 #include "access/sysattr.h"
 #include "access/table.h"
