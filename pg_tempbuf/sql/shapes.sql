@@ -102,6 +102,17 @@ SELECT * FROM both_ways('SELECT count(*) FROM big WHERE k NOT IN (SELECT k FROM 
 EXPLAIN (COSTS OFF) SELECT count(*) FROM big b JOIN stage s USING (k) JOIN stage2 s2 ON s2.v = b.v;
 SELECT * FROM both_ways('SELECT count(*) FROM big b JOIN stage s USING (k) JOIN stage2 s2 ON s2.v = b.v');
 
+-- Out-of-line values of a small table on the inner side: each participant
+-- fetches them itself (the leader has none to give).
+CREATE TEMP TABLE notes AS
+  SELECT g AS k, (SELECT string_agg(md5(g::text || i::text), '') FROM generate_series(1, 100) i) AS body
+    FROM generate_series(1, 40) g;
+ANALYZE notes;
+SELECT pg_flush_local_buffers() >= 0 AS flushed;
+SELECT plan_summary('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
+SELECT * FROM both_ways('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
+SELECT workers_launched('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
+
 -- Rescans: the inner side of a nested loop, and a correlated subquery.
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;

@@ -24,6 +24,11 @@
 #error "pg_tempbuf requires PostgreSQL 15 or later"
 #endif
 
+/* The varlena and TOAST pointer macros left postgres.h in 16. */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
+#endif
+
 /*
  * Relation file identity: RelFileNode until 15, RelFileLocator from 16.
  */

@@ -49,6 +49,18 @@ extern double tb_flush_cost(Relation rel, int *dirty_pages);
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
 
+/* toast_reader.c: out-of-line values fetched through private pages */
+typedef struct TbToastReader TbToastReader;
+extern int	tb_toast_dirty_pages(Relation rel);
+extern int64 tb_toast_flush(Relation rel);
+extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,
+										   uint64 *rereads, const char **reason);
+extern void tb_toast_reader_close(TbToastReader *reader);
+extern Oid	tb_toast_reader_relid(TbToastReader *reader);
+extern struct varlena *tb_toast_fetch(TbToastReader *reader,
+									  struct varlena *attr,
+									  uint64 *pages, uint64 *rereads);
+
 /*
  * temp_scan.c: the Temp Seq Scan executor node, "Custom Scan (Temp Seq
  * Scan)" in EXPLAIN, with core's "Parallel" in front when partial
@@ -70,7 +82,7 @@ extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 extern void tb_install_planner_hooks(void);
 
 /* plan_walk.c: one kind of read per temporary table in a finished plan */
-extern Oid	tb_settle_temp_scans(PlannedStmt *stmt);
+extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage);
 
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);

@@ -126,10 +126,12 @@ collect_scans(Plan **link, PlanScans *found)
 
 /*
  * Can a full scan of ours produce what this stock Seq Scan produces?  Not
- * when it hands up system columns.
+ * when it hands up system columns, nor values whose storage the statement
+ * inspects.
  */
 static bool
-seq_scan_convertible(SeqScan *seq, Oid relid, bool *toast_sensitive)
+seq_scan_convertible(SeqScan *seq, Oid relid, bool inspects_storage,
+					 bool *toast_sensitive)
 {
 	Index		scanrelid = seq->scan.scanrelid;
 	Bitmapset  *attrs = NULL;
@@ -142,7 +144,8 @@ seq_scan_convertible(SeqScan *seq, Oid relid, bool *toast_sensitive)
 	relation = table_open(relid, NoLock);
 	supported = tb_scan_attrs_supported(relation, attrs, toast_sensitive);
 	table_close(relation, NoLock);
-	return supported;
+	/* Our scan hands up values fetched and decompressed: see planner.c. */
+	return supported && !(*toast_sensitive && inspects_storage);
 }
 
 static Plan *
@@ -179,7 +182,7 @@ seq_scan_from_full_scan(CustomScan *cscan)
  * or InvalidOid when the plan is final.
  */
 Oid
-tb_settle_temp_scans(PlannedStmt *stmt)
+tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 {
 	PlanScans	found = {stmt->rtable, NIL};
 	List	   *our_relids = NIL;
@@ -224,7 +227,8 @@ tb_settle_temp_scans(PlannedStmt *stmt)
 			continue;
 
 		if (IsA(plan, SeqScan) &&
-			seq_scan_convertible((SeqScan *) plan, ref->relid, &toast_sensitive))
+			seq_scan_convertible((SeqScan *) plan, ref->relid, inspects_storage,
+								 &toast_sensitive))
 		{
 			*ref->link = full_scan_from_seq_scan((SeqScan *) plan, toast_sensitive);
 			continue;

@@ -44,6 +44,7 @@
 #include "optimizer/paths.h"
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/spccache.h"
@@ -58,9 +59,16 @@ typedef struct PlanningState
 {
 	List	   *excluded_relids;	/* tables that must keep stock scans */
 	int			paths_offered;		/* how many paths of ours were added */
+
+	/*
+	 * Does the statement call a function that tells how a value is stored?
+	 * Our scans hand up out-of-line values fetched and decompressed, so
+	 * those would answer differently than in a serial plan.
+	 */
+	bool		inspects_storage;
 } PlanningState;
 
-static PlanningState planning = {NIL, 0};
+static PlanningState planning = {NIL, 0, false};
 
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
@@ -71,27 +79,57 @@ static const CustomPathMethods temp_scan_path_methods = {
 	.PlanCustomPath = plan_temp_scan_path,
 };
 
+/* What tb_planner needs to know of a query before planning it. */
+typedef struct QueryFacts
+{
+	bool		reads_temp;			/* a temporary relation, anywhere */
+	bool		inspects_storage;	/* pg_column_size() and the like */
+} QueryFacts;
+
+static bool
+is_storage_function(Oid funcid)
+{
+	switch (funcid)
+	{
+		case F_PG_COLUMN_SIZE:
+		case F_PG_COLUMN_COMPRESSION:
+#ifdef F_PG_COLUMN_TOAST_CHUNK_ID
+		case F_PG_COLUMN_TOAST_CHUNK_ID:
+#endif
+			return true;
+		default:
+			return false;
+	}
+}
+
 /*
  * Does the planner's query read a temporary relation anywhere (sublinks,
  * CTEs and subqueries included)?  Only then can a replan be needed, and
- * only then is the query copied before planning.
+ * only then is the query copied before planning.  Does it ask how a value
+ * is stored?
  */
 static bool
-reads_temp_relation_walker(Node *node, void *context)
+query_facts_walker(Node *node, void *context)
 {
+	QueryFacts *facts = (QueryFacts *) context;
+
 	if (node == NULL)
 		return false;
 	if (IsA(node, RangeTblEntry))
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
 
-		return rte->rtekind == RTE_RELATION &&
-			get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP;
+		if (rte->rtekind == RTE_RELATION &&
+			get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
+			facts->reads_temp = true;
+		return false;
 	}
+	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
+		facts->inspects_storage = true;
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, reads_temp_relation_walker,
+		return query_tree_walker((Query *) node, query_facts_walker,
 								 context, QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(node, reads_temp_relation_walker, context);
+	return expression_tree_walker(node, query_facts_walker, context);
 }
 
 /*
@@ -132,15 +170,18 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlanningState saved = planning;
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
+	QueryFacts	facts = {false, false};
 
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_with(parse, query_string, cursorOptions, boundParams);
 
-	if (reads_temp_relation_walker((Node *) parse, NULL))
+	query_facts_walker((Node *) parse, &facts);
+	if (facts.reads_temp)
 		pristine = copyObject(parse);
 
 	planning.excluded_relids = NIL;
 	planning.paths_offered = 0;
+	planning.inspects_storage = facts.inspects_storage;
 	PG_TRY();
 	{
 		for (;;)
@@ -151,7 +192,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 							   boundParams);
 			if (planning.paths_offered == 0)
 				break;
-			conflict = tb_settle_temp_scans(result);
+			conflict = tb_settle_temp_scans(result, planning.inspects_storage);
 			if (!OidIsValid(conflict))
 				break;
 			/* Each round excludes one more table: this terminates. */
@@ -174,9 +215,9 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 
 /*
  * Columns the scan hands up or filters on.  System columns rule the path
- * out (our slot has none to give on every version); a toastable column, or
+ * out (our slot has none to give on every version); a varlena column, or
  * a whole-row reference to a table that has one, makes the scan toast
- * sensitive: a worker evaluating it might have to detoast.
+ * sensitive: its participants fetch out-of-line values themselves.
  */
 static bool
 scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive)
@@ -372,10 +413,23 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		return;
 	}
 	supported = scan_columns_supported(rel, relation, &toast_sensitive);
-	/* Workers could not detoast: don't offer it. */
-	if (supported && toast_sensitive && tb_toast_has_data(relation))
+	if (toast_sensitive && planning.inspects_storage)
 		supported = false;
 	flush_cost = tb_flush_cost(relation, &dirty_pages);
+
+	/*
+	 * Participants fetch out-of-line values through private pages of the
+	 * toast relation, which the leader flushes first.  Reading them costs
+	 * what a serial scan's detoasting costs, which core does not price
+	 * either; only the flush is extra.
+	 */
+	if (supported && toast_sensitive)
+	{
+		int			toast_dirty = tb_toast_dirty_pages(relation);
+
+		dirty_pages += toast_dirty;
+		flush_cost += tb_write_page_cost * toast_dirty;
+	}
 	table_close(relation, NoLock);
 	if (!supported)
 		return;

@@ -23,11 +23,16 @@
  *	- Participants take chunks of blocks from a shared counter and read
  *	  them into private memory (page_reader.c); no local buffer is used,
  *	  so workers need no temp_buffers of their own.
+ *	- Out-of-line values of the columns the scan uses are fetched by the
+ *	  participant that meets them, through private pages of the toast
+ *	  relation and its index (toast_reader.c), which the leader flushes
+ *	  with the table; the tuple goes up with those values inline, so no
+ *	  participant detoasts through local buffers.
  *	- When workers must not look at the table's rows the scan runs in the
  *	  leader alone: it then stops Gather from launching any worker.  That
- *	  happens when a worker might detoast an out-of-line value (the toast
- *	  fetch goes through local buffers), or when the statement also reads
- *	  the table elsewhere (the leader's other scan could write its pages).
+ *	  happens when the statement also reads the table elsewhere (the
+ *	  leader's other scan could write its pages), or when the toast index
+ *	  is one toast_reader.c cannot read.
  *	- Without shared memory (Gather running serially, e.g. an extended-
  *	  protocol fetch with a row limit) the node scans alone, the same way.
  *
@@ -38,6 +43,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/parallel.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -46,6 +52,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "optimizer/optimizer.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
@@ -70,6 +77,8 @@ typedef struct TempScanCounters
 {
 	uint64		pages;
 	uint64		rereads;
+	uint64		toast_values;	/* out-of-line values fetched privately */
+	uint64		toast_pages;	/* toast heap and index pages read for them */
 } TempScanCounters;
 
 /* Shared state in the parallel query's DSM segment. */
@@ -78,6 +87,7 @@ typedef struct TempScanShared
 	BlockNumber nblocks;		/* the table's length when the leader flushed */
 	BlockNumber chunk;			/* blocks taken from next_block at a time */
 	bool		leader_only;
+	bool		toast_private;	/* participants fetch out-of-line values */
 	pg_atomic_uint64 next_block;
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
@@ -104,6 +114,21 @@ typedef struct TempScanState
 	BlockNumber chunk_next;		/* rest of the chunk in hand */
 	BlockNumber chunk_end;
 	const char *leader_only_reason;
+
+	/*
+	 * Private toast fetches: the varlena columns the quals use, fetched
+	 * before the quals run, and those only the output uses, fetched for rows
+	 * that pass.  The scan then runs the quals itself, in place of ExecScan.
+	 */
+	AttrNumber *qual_attrs;
+	int			nqual_attrs;
+	AttrNumber *late_attrs;
+	int			nlate_attrs;
+	ExprState  *qual;
+	bool		fetch_toast;	/* participants fetch out-of-line values */
+	TbToastReader *toast;		/* this participant's reader, or NULL */
+	Datum	   *values;
+	bool	   *isnull;
 
 	/* the page in hand and its visible tuples */
 	char	   *page;
@@ -192,9 +217,9 @@ tb_temp_scan_is_partial(CustomScan *cscan)
  * Can the scan produce these columns of the table (attribute numbers
  * offset by FirstLowInvalidHeapAttributeNumber, as pull_varattnos gives
  * them)?  Not system columns: our slot has none to give on every version.
- * A toastable column, or a whole-row reference to a table that has one,
- * makes the scan toast sensitive: a worker evaluating it might have to
- * detoast.
+ * A varlena column, or a whole-row reference to a table that has one,
+ * makes the scan toast sensitive: its participants fetch out-of-line
+ * values themselves.
  */
 bool
 tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
@@ -208,8 +233,8 @@ tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (!att->attisdropped && att->attlen == -1 &&
-			att->attstorage != TYPSTORAGE_PLAIN)
+		/* Any storage: SET STORAGE PLAIN leaves old values out of line. */
+		if (!att->attisdropped && att->attlen == -1)
 			any_toastable = true;
 	}
 
@@ -224,9 +249,7 @@ tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
 			*toast_sensitive |= any_toastable;
 		else
 		{
-			Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
-
-			if (att->attlen == -1 && att->attstorage != TYPSTORAGE_PLAIN)
+			if (TupleDescAttr(desc, attno - 1)->attlen == -1)
 				*toast_sensitive = true;
 		}
 	}
@@ -278,6 +301,70 @@ temp_scan_create_state(CustomScan *cscan)
 	return (Node *) ts;
 }
 
+/* Varlena columns of the table that the expressions reference. */
+static Bitmapset *
+varlena_attrs(TempScanState *ts, List *exprs)
+{
+	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
+	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
+	Bitmapset  *attrs = NULL;
+	Bitmapset  *result = NULL;
+	bool		whole_row;
+
+	pull_varattnos((Node *) exprs, cscan->scan.scanrelid, &attrs);
+	whole_row = bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber,
+							  attrs);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		/* Any storage: SET STORAGE PLAIN leaves old values out of line. */
+		if (att->attisdropped || att->attlen != -1)
+			continue;
+		if (whole_row ||
+			bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs))
+			result = bms_add_member(result, i);
+	}
+	return result;
+}
+
+static AttrNumber *
+attr_array(Bitmapset *attrs, int *nattrs)
+{
+	AttrNumber *result = palloc(sizeof(AttrNumber) * Max(bms_num_members(attrs), 1));
+	int			x = -1;
+
+	*nattrs = 0;
+	while ((x = bms_next_member(attrs, x)) >= 0)
+		result[(*nattrs)++] = x;
+	return result;
+}
+
+/*
+ * Which out-of-line values this scan may have to fetch: those of the
+ * varlena columns its quals and output use (all of them for a whole-row
+ * reference).
+ */
+static void
+find_toast_attrs(TempScanState *ts)
+{
+	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
+	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
+	Bitmapset  *in_qual = varlena_attrs(ts, cscan->scan.plan.qual);
+	Bitmapset  *in_output = varlena_attrs(ts, cscan->scan.plan.targetlist);
+
+	ts->qual_attrs = attr_array(in_qual, &ts->nqual_attrs);
+	ts->late_attrs = attr_array(bms_difference(in_output, in_qual), &ts->nlate_attrs);
+	if (ts->nqual_attrs + ts->nlate_attrs == 0)
+		return;
+
+	/* Rows the quals reject must not cost a fetch: run them here. */
+	ts->qual = ts->css.ss.ps.qual;
+	ts->css.ss.ps.qual = NULL;
+	ts->values = palloc(sizeof(Datum) * desc->natts);
+	ts->isnull = palloc(sizeof(bool) * desc->natts);
+}
+
 static void flush_table(TempScanState *ts);
 
 static void
@@ -297,6 +384,8 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!ts->partial && !IsParallelWorker() &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		flush_table(ts);
+	if (ts->toast_sensitive)
+		find_toast_attrs(ts);
 }
 
 /* Does the table's toast relation hold anything a worker might fetch? */
@@ -315,7 +404,21 @@ tb_toast_has_data(Relation rel)
 	return nblocks > 0;
 }
 
-/* Leader only: put the table's pages on disk, once per execution. */
+/*
+ * Must this scan's participants fetch out-of-line values themselves?  Not
+ * when the leader scans alone anyway.
+ */
+static bool
+wants_toast_reader(TempScanState *ts)
+{
+	return ts->nqual_attrs + ts->nlate_attrs > 0 && !ts->read_elsewhere &&
+		tb_toast_has_data(ts->css.ss.ss_currentRelation);
+}
+
+/*
+ * Leader only: put the table's pages (and those of its toast relation,
+ * when participants fetch from it) on disk, once per execution.
+ */
 static void
 flush_table(TempScanState *ts)
 {
@@ -328,8 +431,11 @@ flush_table(TempScanState *ts)
 
 	if (ts->flushed)
 		return;
+	ts->fetch_toast = wants_toast_reader(ts);
 	INSTR_TIME_SET_CURRENT(start);
 	ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
+	if (ts->fetch_toast)
+		ts->pages_flushed += tb_toast_flush(rel);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	ts->flush_ms = INSTR_TIME_GET_MILLISEC(duration);
@@ -347,16 +453,33 @@ static void
 temp_scan_prepare(TempScanState *ts)
 {
 	Relation	rel = ts->css.ss.ss_currentRelation;
+	const char *toast_reason = NULL;
 
 	if (!IsParallelWorker())
 		flush_table(ts);
+	else
+		ts->fetch_toast = wants_toast_reader(ts);
 
 	ts->nblocks = RelationGetNumberOfBlocks(rel);
 
+	if (ts->fetch_toast && ts->toast == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+		TempScanCounters *counters = &ts->mine;
+
+		ts->toast = tb_toast_reader_open(rel, &counters->toast_pages,
+										 &counters->rereads, &toast_reason);
+		MemoryContextSwitchTo(oldcxt);
+		/* The leader read the same pages and could. */
+		if (ts->toast == NULL && IsParallelWorker())
+			elog(ERROR, "parallel worker could not read toast index: %s",
+				 toast_reason);
+	}
+
 	if (ts->read_elsewhere)
 		ts->leader_only_reason = "the statement reads the table elsewhere";
-	else if (ts->toast_sensitive && tb_toast_has_data(rel))
-		ts->leader_only_reason = "workers could need to detoast values";
+	else if (ts->fetch_toast && ts->toast == NULL)
+		ts->leader_only_reason = toast_reason;
 	else
 		ts->leader_only_reason = NULL;
 
@@ -479,6 +602,111 @@ store_tuple(TupleTableSlot *slot, HeapTuple tuple)
 	}
 }
 
+/*
+ * Fetch the out-of-line values of attrs into ts->values, decompressed;
+ * false when there was none.  A value of another toast relation cannot
+ * occur in a table (core re-toasts such values on insertion): should one
+ * turn up, the leader leaves it to core, while a worker, which cannot,
+ * gives up.
+ */
+static bool
+fetch_values(TempScanState *ts, AttrNumber *attrs, int nattrs)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	TempScanCounters *counters = my_counters(ts);
+	bool		fetched = false;
+
+	for (int i = 0; i < nattrs; i++)
+	{
+		int			att = attrs[i];
+		struct varlena *value = (struct varlena *) DatumGetPointer(ts->values[att]);
+		struct varatt_external toast_pointer;
+
+		if (ts->isnull[att] || !VARATT_IS_EXTERNAL_ONDISK(value))
+			continue;
+		VARATT_EXTERNAL_GET_POINTER(toast_pointer, value);
+		if (toast_pointer.va_toastrelid != tb_toast_reader_relid(ts->toast))
+		{
+			if (!IsParallelWorker())
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" in a parallel worker",
+							RelationGetRelationName(rel)),
+					 errdetail("The value is stored in toast relation %u, not in the table's own.",
+							   toast_pointer.va_toastrelid)));
+		}
+		value = tb_toast_fetch(ts->toast, value, &counters->toast_pages,
+							   &counters->rereads);
+		counters->toast_values++;
+
+		/*
+		 * Decompress here (pglz or lz4, no relation access): in parallel,
+		 * and not in the leader when the row goes up through Gather.
+		 */
+		if (VARATT_IS_COMPRESSED(value))
+		{
+			struct varlena *compressed = value;
+
+			value = detoast_attr(compressed);
+			pfree(compressed);
+		}
+		ts->values[att] = PointerGetDatum(value);
+		fetched = true;
+	}
+	return fetched;
+}
+
+/* Store ts->values, as a heap tuple standing for the one on the page. */
+static void
+store_values(TempScanState *ts, TupleTableSlot *slot)
+{
+	HeapTuple	tuple = heap_form_tuple(slot->tts_tupleDescriptor, ts->values,
+										ts->isnull);
+
+	tuple->t_self = ts->tuple.t_self;
+	tuple->t_tableOid = ts->tuple.t_tableOid;
+	store_tuple(slot, tuple);
+}
+
+static bool
+qual_passes(TempScanState *ts, TupleTableSlot *slot)
+{
+	ExprContext *econtext = ts->css.ss.ps.ps_ExprContext;
+
+	econtext->ecxt_scantuple = slot;
+	if (ExecQual(ts->qual, econtext))
+		return true;
+	InstrCountFiltered1(&ts->css.ss.ps, 1);
+	ResetExprContext(econtext);
+	return false;
+}
+
+/*
+ * Put the tuple in hand into the slot with the out-of-line values the quals
+ * need inline, run the quals, and fetch the values only the output needs
+ * for a row that passes.  Returns whether it passed.  Everything lives in
+ * per-tuple memory.
+ */
+static bool
+store_fetched(TempScanState *ts, TupleTableSlot *slot)
+{
+	ExprContext *econtext = ts->css.ss.ps.ps_ExprContext;
+	MemoryContext oldcxt = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	bool		passed;
+
+	heap_deform_tuple(&ts->tuple, slot->tts_tupleDescriptor, ts->values, ts->isnull);
+	if (fetch_values(ts, ts->qual_attrs, ts->nqual_attrs))
+		store_values(ts, slot);
+	else
+		store_tuple(slot, &ts->tuple);
+	passed = ts->qual == NULL || qual_passes(ts, slot);
+	if (passed && fetch_values(ts, ts->late_attrs, ts->nlate_attrs))
+		store_values(ts, slot);
+	MemoryContextSwitchTo(oldcxt);
+	return passed;
+}
+
 static TupleTableSlot *
 temp_scan_next(ScanState *ss)
 {
@@ -509,7 +737,15 @@ temp_scan_next(ScanState *ss)
 			ts->tuple.t_len = ItemIdGetLength(lp);
 			ItemPointerSet(&ts->tuple.t_self, ts->page_block, off);
 			ts->tuple.t_tableOid = RelationGetRelid(ss->ss_currentRelation);
+			if (ts->toast && HeapTupleHasExternal(&ts->tuple))
+			{
+				if (!store_fetched(ts, slot))
+					continue;
+				return slot;
+			}
 			store_tuple(slot, &ts->tuple);
+			if (ts->qual && !qual_passes(ts, slot))
+				continue;
 			return slot;
 		}
 		if (!next_block(ts, &blkno))
@@ -534,6 +770,10 @@ temp_scan_exec(CustomScanState *node)
 static void
 temp_scan_end(CustomScanState *node)
 {
+	TempScanState *ts = (TempScanState *) node;
+
+	if (ts->toast)
+		tb_toast_reader_close(ts->toast);
 }
 
 static void
@@ -563,6 +803,7 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	shared->nblocks = ts->nblocks;
 	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
 	shared->leader_only = ts->leader_only_reason != NULL;
+	shared->toast_private = ts->toast != NULL;
 	pg_atomic_init_u64(&shared->next_block, 0);
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
@@ -598,6 +839,8 @@ collect_counters(TempScanState *ts)
 	{
 		ts->totals[i].pages += shared->counters[i].pages;
 		ts->totals[i].rereads += shared->counters[i].rereads;
+		ts->totals[i].toast_values += shared->counters[i].toast_values;
+		ts->totals[i].toast_pages += shared->counters[i].toast_pages;
 	}
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (shared->nworkers + 1));
 }
@@ -620,6 +863,19 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	ts->shared = coordinate;
 	ts->prepared = true;
 	reset_pass(ts);
+
+	if (ts->shared->toast_private)
+	{
+		TempScanCounters *counters = my_counters(ts);
+		const char *reason = NULL;
+
+		ts->toast = tb_toast_reader_open(ts->css.ss.ss_currentRelation,
+										 &counters->toast_pages,
+										 &counters->rereads, &reason);
+		/* The leader read the same pages and could. */
+		if (ts->toast == NULL)
+			elog(ERROR, "parallel worker could not read toast index: %s", reason);
+	}
 }
 
 static void
@@ -633,10 +889,36 @@ temp_scan_shutdown(CustomScanState *node)
 	ts->shared = NULL;
 }
 
+/*
+ * "leader=N worker 0=N ..." for one counter; workers that read no page of
+ * the table are left out.
+ */
+static char *
+per_participant(TempScanCounters *counts, int ncounts, size_t field)
+{
+	StringInfoData buf;
+
+#define COUNTER(i) (*(uint64 *) ((char *) &counts[i] + field))
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "leader=" UINT64_FORMAT, COUNTER(0));
+	for (int i = 1; i < ncounts; i++)
+	{
+		if (counts[i].pages > 0)
+			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i - 1,
+							 COUNTER(i));
+	}
+#undef COUNTER
+	return buf.data;
+}
+
 static void
 temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	TempScanState *ts = (TempScanState *) node;
+	TempScanCounters *counts;
+	int			ncounts;
+	uint64		rereads = 0;
+	uint64		toast_values = 0;
 
 	ExplainPropertyText("Scan Mode", ts->partial ? "partial" : "full", es);
 	if (es->costs)
@@ -655,28 +937,32 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	if (ts->totals)
 	{
-		StringInfoData buf;
-		uint64		rereads = 0;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "leader=" UINT64_FORMAT, ts->totals[0].pages);
-		for (int i = 1; i < ts->ntotals; i++)
-		{
-			if (ts->totals[i].pages > 0)
-				appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i - 1,
-								 ts->totals[i].pages);
-		}
-		for (int i = 0; i < ts->ntotals; i++)
-			rereads += ts->totals[i].rereads;
-		ExplainPropertyText("Pages Read", buf.data, es);
-		if (rereads > 0)
-			ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
+		counts = ts->totals;
+		ncounts = ts->ntotals;
 	}
 	else
 	{
-		ExplainPropertyText("Pages Read",
-							psprintf("leader=" UINT64_FORMAT, ts->mine.pages), es);
-		if (ts->mine.rereads > 0)
-			ExplainPropertyInteger("Page Rereads", NULL, ts->mine.rereads, es);
+		counts = &ts->mine;
+		ncounts = 1;
 	}
+
+	for (int i = 0; i < ncounts; i++)
+	{
+		rereads += counts[i].rereads;
+		toast_values += counts[i].toast_values;
+	}
+	ExplainPropertyText("Pages Read",
+						per_participant(counts, ncounts,
+										offsetof(TempScanCounters, pages)), es);
+	if (toast_values > 0)
+	{
+		ExplainPropertyText("Toast Values Fetched",
+							per_participant(counts, ncounts,
+											offsetof(TempScanCounters, toast_values)), es);
+		ExplainPropertyText("Toast Pages Read",
+							per_participant(counts, ncounts,
+											offsetof(TempScanCounters, toast_pages)), es);
+	}
+	if (rereads > 0)
+		ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
 }
