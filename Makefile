@@ -4,6 +4,7 @@
 #   make test     pg_regress and pytest suites against throwaway clusters
 #   make demo     the quick version of every experiment, then the HTML report
 #                 (results/demo/report.html)
+#   make dist     one PGXN archive per extension (dist/NAME-VERSION.tar.gz)
 #
 # As root, both first apt-get what the tests and experiments use (PostgreSQL
 # 15 and its server headers, chromium for the report test, perf and bpftrace
@@ -29,7 +30,7 @@ DEMO_PG15_CONFIG ?=
 
 APT_PACKAGES := postgresql-15 postgresql-server-dev-15 chromium linux-perf bpftrace
 
-.PHONY: all system-packages venv build install test installcheck pytest demo demo-run clean
+.PHONY: all system-packages venv build install test installcheck pytest demo demo-run dist clean
 
 all: install
 
@@ -96,3 +97,8 @@ demo-run: install
 clean:
 	-for ext in $(EXTENSIONS); do $(MAKE) -C $$ext clean PG_CONFIG="$(PG_CONFIG)"; done
 	rm -rf $(VENV) results
+
+# PGXN archives of what HEAD has committed, one per extension.
+DIST_DIR ?= dist
+dist:
+	for ext in $(EXTENSIONS); do sh mk/dist.sh $$ext $(DIST_DIR) || exit 1; done

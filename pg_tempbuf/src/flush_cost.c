@@ -3,9 +3,10 @@
  * flush_cost.c
  *	  The price of flushing dirty local buffers, in seq_page_cost units.
  *
- * From the article's measurements (seeds/002): writing a temp page costs
- * about 1.2-1.3 sequential page reads, and scanning the pool for dirty
- * pages costs about 1% of a write per buffer in the pool:
+ * From the measurements of "PostgreSQL cost model: estimating the cost of
+ * flushing temp buffers to disk" (Andrei Lepikhov, 2026): writing a temp
+ * page costs about 1.2-1.3 sequential page reads, and scanning the pool
+ * for dirty pages costs about 1% of a write per buffer in the pool:
  *
  *		flush_cost = write_page_cost * dirtied + buffer_scan_cost * allocated
  *

@@ -4,7 +4,8 @@
  *	  SQL-callable functions of the temp-buffer toolkit: see, flush, read,
  *	  dirty and evict the calling backend's local buffers.
  *
- * Names follow the article (seeds/002).  Every I/O goes through the buffer
+ * Names follow the article "PostgreSQL cost model: estimating the cost of
+ * flushing temp buffers to disk" (Andrei Lepikhov, 2026).  Every I/O goes through the buffer
  * manager's own counters, so EXPLAIN (ANALYZE, BUFFERS) around a call shows
  * what it did: "local written" for flushes, "local read" / "local hit" for
  * reads, "local dirtied" for marking pages dirty.

@@ -316,7 +316,7 @@ def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dic
     """section.json for `pglab report`: the article's proposal beside what we measured."""
     workers = max(run.options.workers)
     article = rs.Table(
-        columns=["quantity", "article (seeds/002)"],
+        columns=["quantity", "article (Lepikhov, 2026)"],
         rows=[["write_page_cost (seq_page_cost = 1)", 1.3],
               ["buffer_scan_cost per allocated buffer", 0.01],
               ["parallel scan of temporary tables", "proposed: flush in Gather, workers read from disk"]],

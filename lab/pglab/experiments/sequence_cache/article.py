@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pglab.report_section import Table
 
-SOURCE = "seed 004_61cd22242d591d18 (Russian, Postgres Professional)"
+SOURCE = ("\"Сравнение кэшируемых и некэшируемых последовательностей в версиях Postgres 9.4 и 9.5\" "
+          "(Postgres Professional)")
 SERVER = ("Postgres 9.4 and 9.5 on 4 x Xeon E7-8890 v3 (72 cores), 3 TB RAM, database in memory, "
           "pgbench on the same host")
 CORES = 72

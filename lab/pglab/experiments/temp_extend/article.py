@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pglab.report_section import Table
 
-SOURCE = "seed 003_e0e9627f16448f32 (Japanese, PostgreSQL Advent Calendar 2017)"
+SOURCE = "\"TEMPORARY TABLE(一時テーブル)を探る\" (PostgreSQL Advent Calendar 2017)"
 SERVER = "PostgreSQL 10.0 built with --enable-dtrace, SystemTap probes added to mdextend"
 
 # CTAS of a ~9 MB table with temp_buffers = 100 MB: 1134 mdextend calls, no mdwrite.
