@@ -112,3 +112,27 @@ def run(conn: psycopg.Connection[Any], sql: str, ordered: bool) -> Outcome:
     except psycopg.Error as exc:
         return ("error", exc.sqlstate)
     return ("rows", rows if ordered else sorted(rows, key=repr))
+
+
+def replay_history(conn: psycopg.Connection[Any], history: list[list[str]]) -> None:
+    for step in history:
+        for sql in step:
+            conn.execute(sql)
+
+
+def open_transaction(conn: psycopg.Connection[Any], open_tx: list[str], open_subtx: list[str],
+                     rollback_open_subtx: bool, *also: str) -> None:
+    """Leave a transaction open with its own changes (and `also`) and a live subtransaction
+    whose changes may have been partly rolled back; then a savepoint `q` that a failing
+    query rolls back to."""
+    conn.execute("BEGIN")
+    for sql in [*open_tx, *also]:
+        conn.execute(sql)
+    conn.execute("SAVEPOINT open_s")
+    for sql in open_subtx:
+        conn.execute(sql)
+    if rollback_open_subtx:
+        conn.execute("ROLLBACK TO SAVEPOINT open_s")
+        for sql in open_subtx[:1]:
+            conn.execute(sql)
+    conn.execute("SAVEPOINT q")

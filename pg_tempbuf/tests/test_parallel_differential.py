@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FORCE_PARALLEL
-from mvcc_history import history_step, predicate, run, statement
+from mvcc_history import history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
 
 EXAMPLES = int(os.environ.get("PGTB_DIFF_EXAMPLES", "40"))
@@ -124,22 +124,8 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET parallel_leader_participation = {'on' if c.leader_participation else 'off'}")
             conn.execute(f"SET pg_tempbuf.verify_reread = {'on' if c.verify_reread else 'off'}")
             setup_tables(conn, c)
-            for step in c.history:
-                for sql in step:
-                    conn.execute(sql)
-            # Queries run inside a transaction with its own changes and an open
-            # subtransaction whose changes may have been partly rolled back.
-            conn.execute("BEGIN")
-            for sql in c.open_tx:
-                conn.execute(sql)
-            conn.execute("SAVEPOINT open_s")
-            for sql in c.open_subtx:
-                conn.execute(sql)
-            if c.rollback_open_subtx:
-                conn.execute("ROLLBACK TO SAVEPOINT open_s")
-                for sql in c.open_subtx[:1]:
-                    conn.execute(sql)
-            conn.execute("SAVEPOINT q")
+            replay_history(conn, c.history)
+            open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx)
             for sql, ordered in c.queries:
                 for name, value in FORCE_PARALLEL.items():
                     conn.execute(f"SET {name} = {value}")

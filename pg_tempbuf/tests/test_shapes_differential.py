@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FORCE_PARALLEL
-from mvcc_history import history_step, predicate, run, statement
+from mvcc_history import history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
 
 EXAMPLES = int(os.environ.get("PGTB_SHAPES_EXAMPLES", "25"))
@@ -137,7 +137,7 @@ def case_strategy(compressions: list[str]) -> st.SearchStrategy[Case]:
             rollback_open_subtx=draw(st.booleans()),
             u_rows=draw(st.integers(0, 200)),
             tp_rows=draw(st.integers(0, 3000)),
-            tp_open_delete=draw(st.integers(0, 9)),
+            tp_open_delete=draw(st.integers(0, 10)),  # 10: deletes nothing
             queries=draw(st.lists(shape_query(), min_size=2, max_size=7)),
             pruned_param=draw(st.integers(0, 60)),
         )
@@ -253,23 +253,10 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     def check(c: Case) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
             setup_tables(conn, c)
-            for step in c.history:
-                for sql in step:
-                    conn.execute(sql)
+            replay_history(conn, c.history)
             conn.execute("ANALYZE t")
-            conn.execute("BEGIN")
-            for sql in c.open_tx:
-                conn.execute(sql)
-            if c.tp_open_delete:
-                conn.execute(f"DELETE FROM tp WHERE v % 10 = {c.tp_open_delete}")
-            conn.execute("SAVEPOINT open_s")
-            for sql in c.open_subtx:
-                conn.execute(sql)
-            if c.rollback_open_subtx:
-                conn.execute("ROLLBACK TO SAVEPOINT open_s")
-                for sql in c.open_subtx[:1]:
-                    conn.execute(sql)
-            conn.execute("SAVEPOINT q")
+            open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx,
+                             f"DELETE FROM tp WHERE v % 10 = {c.tp_open_delete}")
             for q in c.queries:
                 compare(conn, q.shape, q.sql, q.ordered, JOIN_METHODS[q.join_method], c)
             # Run-time pruning in a generic plan.  A prepared statement keeps its plan
