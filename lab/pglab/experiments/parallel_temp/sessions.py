@@ -15,7 +15,8 @@ For each case, query and repetition, three configurations run, interleaved (the 
 with the repetition), each on a table rebuilt just before it: `off` (`pg_tempbuf.parallel_scan
 = off`, the stock plan), `chosen` (on, default costs: the planner's choice, read from EXPLAIN
 before the timed run) and `forced` (on, a parallel plan forced as `FORCE_PARALLEL` does).  Each
-times the first query on the new table, then the same query again (the second query).  All
+times the first query on the new table, then the same query again (the second query: after a
+parallel first query the pages are clean, after a serial one they stay dirty).  All
 three must return the same rows.  Per case and per first/second query: the medians, whether the
 planner chose the faster of `off` and `forced`, the regret median(chosen) / min(median(off),
 median(forced)) - 1, and the speedup of `chosen` over `off`.
@@ -169,8 +170,12 @@ def bound_setting(conn: psycopg.Connection[Any], pages: int) -> tuple[str | None
     row = conn.execute("SELECT unit, min_val FROM pg_settings WHERE name = %s", (DIRTY_COPY_BOUND_GUC,)).fetchone()
     if row is None:
         return None, f"the server has no setting {DIRTY_COPY_BOUND_GUC}"
-    unit, min_val = row[0], row[1]
     block_kb = int(scalar(conn, "SELECT current_setting('block_size')::int")) // 1024
+    return bound_value(row[0], row[1], block_kb, pages)
+
+
+def bound_value(unit: str | None, min_val: str | None, block_kb: int, pages: int) -> tuple[str | None, str | None]:
+    """bound_setting() given the setting's unit and minimum from pg_settings."""
     want_pages = max(1, int(pages * OVER_BOUND_SHARE))
     if unit in MEMORY_UNITS_KB:
         factor = MEMORY_UNITS_KB[unit]
@@ -423,7 +428,9 @@ def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
         f"Configurations, interleaved, each on a table rebuilt just before it: off "
         f"(`pg_tempbuf.parallel_scan = off`), chosen (on, default costs, "
         f"max_parallel_workers_per_gather={results.workers_per_gather}: the planner's plan, from EXPLAIN), "
-        f"forced (on, parallel forced).  {results.repetitions} repetitions, median ms.  Regret = "
+        f"forced (on, parallel forced).  The second query follows the first of the same configuration "
+        "(after a parallel first query the pages are clean; after a serial one they stay dirty).  "
+        f"{results.repetitions} repetitions, median ms.  Regret = "
         "median(chosen) / min(median(off), median(forced)) - 1 (negative: noise in chosen's favour); "
         "plan regret = the same with the time of the plan the planner chose, from off/forced.", "",
         *[f"* `{name}`: {text}" for name, text in CASES.items()], "",
