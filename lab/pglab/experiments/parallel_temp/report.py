@@ -316,8 +316,7 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
                       f"{a['updated_rows']:,} rows, parallel = serial: "
                       f"{'yes' if a['after_update_same_rows'] else 'NO'}.")
     if run.sessions is not None:
-        for line in sessions.console_lines(run.sessions, sessions.case_rows(run.sessions)):
-            console.print(line, style="yellow" if "SKIPPED" in line else None)
+        sessions.print_console(run.sessions, sessions.case_rows(run.sessions), console)
     write_report_section(run, med, speed, decisions, acceptance)
     console.print(f"Results in {out}/ (summary.md, results.json, raw.csv, plans.csv, decisions.csv, "
                   f"default_settings.csv, {'sessions.csv, sessions_raw.csv, ' if run.sessions else ''}plots)")

@@ -32,13 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from rich.console import Console
 from rich.progress import Progress
+from rich.table import Table
 
 from pglab import report_section as rs
 from pglab.errors import LabError
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 from pglab.experiments.parallel_temp.workload import DEFAULT_COSTS, FORCE_PARALLEL, QUERIES
-from pglab.server import TargetServer
+from pglab.server import TargetServer, current_setting
 
 EXTENSION = "pg_tempbuf"
 TABLE = "session_t"
@@ -102,6 +104,7 @@ class SessionResults:
     rows: tuple[int, ...]
     bound_guc: str
     bound_guc_known: bool
+    bound_guc_value: str | None  # its value in the other cases (the server's default), None when unknown
     workers_per_gather: int
     cases: list[SessionCase] = field(default_factory=list)
 
@@ -258,6 +261,7 @@ def run_sessions(target: TargetServer, options: ParallelTempOptions, progress: P
                 results = SessionResults(
                     temp_buffers=options.session_temp_buffers, repetitions=repetitions,
                     rows=session_rows(options), bound_guc=DIRTY_COPY_BOUND_GUC, bound_guc_known=known,
+                    bound_guc_value=current_setting(conn, DIRTY_COPY_BOUND_GUC) if known else None,
                     workers_per_gather=int(scalar(conn, "SELECT current_setting('max_parallel_workers_per_gather')")))
                 if not known:
                     progress.console.print(f"[yellow]real sessions: over_bound SKIPPED: the server has no "
@@ -385,7 +389,8 @@ def as_json(results: SessionResults) -> dict[str, Any]:
     rows = case_rows(results)
     return {"temp_buffers": results.temp_buffers, "repetitions": results.repetitions, "rows": list(results.rows),
             "workers_per_gather": results.workers_per_gather, "bound_guc": results.bound_guc,
-            "bound_guc_known": results.bound_guc_known, "cases": rows, "totals": totals(rows),
+            "bound_guc_known": results.bound_guc_known, "bound_guc_value": results.bound_guc_value,
+            "cases": rows, "totals": totals(rows),
             "acceptance": acceptance(rows), "runs": raw_rows(results)}
 
 
@@ -428,8 +433,9 @@ def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
         f"Configurations, interleaved, each on a table rebuilt just before it: off "
         f"(`pg_tempbuf.parallel_scan = off`), chosen (on, default costs, "
         f"max_parallel_workers_per_gather={results.workers_per_gather}: the planner's plan, from EXPLAIN), "
-        f"forced (on, parallel forced).  The second query follows the first of the same configuration "
-        "(after a parallel first query the pages are clean; after a serial one they stay dirty).  "
+        f"forced (on, parallel forced).  {bound_note(results)}  The second query follows the first of "
+        "the same configuration (after a parallel first query the pages are clean; after a serial one "
+        "they stay dirty).  "
         f"{results.repetitions} repetitions, median ms.  Regret = "
         "median(chosen) / min(median(off), median(forced)) - 1 (negative: noise in chosen's favour); "
         "plan regret = the same with the time of the plan the planner chose, from off/forced.", "",
@@ -456,12 +462,34 @@ def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def console_lines(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
-    lines = [f"Real sessions (temp_buffers={results.temp_buffers}): " + totals_sentence(totals(rows)),
-             acceptance_sentence(acceptance(rows))]
-    lines += [f"Real sessions: {r['case']}, {r['rows']:,} rows, {r['query']}: SKIPPED: {r['skipped_reason']}"
-              for r in rows if r["status"] == "skipped" and r["which"] == "first"]
-    return lines
+def bound_note(results: SessionResults) -> str:
+    if not results.bound_guc_known:
+        return f"The server has no setting `{results.bound_guc}`: over_bound is skipped."
+    return (f"`{results.bound_guc}` = {results.bound_guc_value} (the server's default) except in over_bound "
+            "(its value there is in sessions.csv, column bound).")
+
+
+def print_console(results: SessionResults, rows: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title=f"Real sessions: table written just before the query (temp_buffers={results.temp_buffers}, "
+                        f"median of {results.repetitions}, ms)")
+    for name in ("case", "rows", "query", "query no.", "off", "chosen", "forced", "planner", "faster", "regret"):
+        table.add_column(name, justify="right" if name in ("rows", "off", "chosen", "forced", "regret") else "left")
+    for r in rows:
+        if r["status"] == "skipped":
+            if r["which"] == "first":
+                table.add_row(r["case"], f"{r['rows']:,}", r["query"], "-", "[yellow]SKIPPED[/yellow]", "", "", "",
+                              "", "")
+            continue
+        planner = r["planner"] if r["faster_chosen"] else f"[red]{r['planner']}[/red]"
+        table.add_row(r["case"], f"{r['rows']:,}", r["query"], r["which"], f"{r['off_ms']:.1f}",
+                      f"{r['chosen_ms']:.1f}", f"{r['forced_ms']:.1f}", planner, r["faster"], fmt_pct(r["regret_pct"]))
+    console.print(table)
+    console.print(f"Real sessions: {totals_sentence(totals(rows))}")
+    console.print(acceptance_sentence(acceptance(rows)))
+    for r in rows:
+        if r["status"] == "skipped" and r["which"] == "first":
+            console.print(f"Real sessions: {r['case']}, {r['rows']:,} rows, {r['query']}: SKIPPED: "
+                          f"{r['skipped_reason']}", style="yellow")
 
 
 def section_table(results: SessionResults, rows: list[dict[str, Any]]) -> rs.Table:
