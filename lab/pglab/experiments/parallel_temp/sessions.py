@@ -332,6 +332,8 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
                 "margin_pct": 100.0 * (max(ms["off"], ms["forced"]) / best - 1) if best else 0.0,
                 "regret_pct": 100.0 * (ms["chosen"] / best - 1) if best else 0.0,
                 "plan_regret_pct": 100.0 * (chosen_by_plan / best - 1) if planner != "mixed" and best else None,
+                # chosen against the configuration that ran the same plan: the noise of this case
+                "same_plan_diff_pct": 100.0 * (ms["chosen"] / chosen_by_plan - 1) if planner != "mixed" else None,
                 "speedup_chosen_vs_off": ms["off"] / ms["chosen"] if ms["chosen"] else 0.0,
                 "forced_parallel": all(p == "parallel" for p in plans["forced"]),
                 "off_serial": all(p == "serial" for p in plans["off"]),
@@ -357,6 +359,7 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "worst_regret_pct": worst["regret_pct"],
         "worst_regret_case": f"{worst['case']}, {worst['rows']:,} rows, {worst['query']}, {worst['which']} query",
         "worst_plan_regret_pct": max((r["plan_regret_pct"] for r in by_plan), default=None),
+        "largest_same_plan_diff_pct": max((abs(r["same_plan_diff_pct"]) for r in by_plan), default=None),
         "mixed_choices": sum(1 for r in ran if r["planner"] == "mixed"),
         **{f"faster_chosen_{which}": sum(1 for r in ran if r["which"] == which and r["faster_chosen"])
            for which in QUERY_ORDINALS},
@@ -420,7 +423,9 @@ def totals_sentence(t: dict[str, Any]) -> str:
             f"(case x size x query x first/second query; {100 * t['faster_chosen_share']:.0f}%; first queries "
             f"{t['faster_chosen_first']}/{t['cases_first']}, second queries "
             f"{t['faster_chosen_second']}/{t['cases_second']}); worst regret {t['worst_regret_pct']:+.1f}% "
-            f"({t['worst_regret_case']}), worst plan regret {fmt_pct(t['worst_plan_regret_pct'])}"
+            f"({t['worst_regret_case']}), worst plan regret {fmt_pct(t['worst_plan_regret_pct'])}; noise: chosen "
+            f"differed from the configuration running the same plan by up to "
+            f"{fmt_pct(t['largest_same_plan_diff_pct']).lstrip('+')}"
             + (f"; the planner's choice varied between repetitions in {t['mixed_choices']} cases"
                if t["mixed_choices"] else "") + "." + skipped)
 
@@ -438,24 +443,26 @@ def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
         "they stay dirty).  "
         f"{results.repetitions} repetitions, median ms.  Regret = "
         "median(chosen) / min(median(off), median(forced)) - 1 (negative: noise in chosen's favour); "
-        "plan regret = the same with the time of the plan the planner chose, from off/forced.", "",
+        "plan regret = the same with the time of the plan the planner chose, from off/forced; same plan = "
+        "chosen against the configuration that ran the same plan (noise).", "",
         *[f"* `{name}`: {text}" for name, text in CASES.items()], "",
         totals_sentence(t), "",
         acceptance_sentence(acceptance(rows)), "",
         "| case | rows | query | query no. | dirty pages / pages | off ms | chosen ms | forced ms | faster | "
-        "planner | faster chosen | regret | plan regret | chosen vs off |",
-        "|---|---:|---|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|",
+        "planner | faster chosen | regret | plan regret | same plan | chosen vs off |",
+        "|---|---:|---|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         if r["status"] == "skipped":
             lines.append(f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | SKIPPED: "
-                         f"{r['skipped_reason']} | | | | | | | | | |")
+                         f"{r['skipped_reason']} | | | | | | | | | | |")
             continue
         lines.append(
             f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | {r['dirty_pages']:.0f} / {r['pages']} | "
             f"{r['off_ms']:.1f} | {r['chosen_ms']:.1f} | {r['forced_ms']:.1f} | {r['faster']} | "
             f"{r['planner']} ({r['planner_parallel_runs']}/{r['runs']}) | {'yes' if r['faster_chosen'] else 'NO'} | "
-            f"{fmt_pct(r['regret_pct'])} | {fmt_pct(r['plan_regret_pct'])} | {r['speedup_chosen_vs_off']:.2f}x |")
+            f"{fmt_pct(r['regret_pct'])} | {fmt_pct(r['plan_regret_pct'])} | {fmt_pct(r['same_plan_diff_pct'])} | "
+            f"{r['speedup_chosen_vs_off']:.2f}x |")
     if t.get("forced_not_parallel"):
         lines += ["", f"Note: in {t['forced_not_parallel']} case rows the forced configuration did not always "
                       "get a parallel plan (see sessions_raw.csv)."]
@@ -515,24 +522,26 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 0.5 * len(ran)), 4.4), squeeze=False, sharey=True)
     for ax, which in zip(axes[0], QUERY_ORDINALS, strict=True):
         part = [r for r in ran if r["which"] == which]
         xs = range(len(part))
-        ax.bar([x - 0.2 for x in xs], [r["off_ms"] / r["forced_ms"] for r in part], width=0.4,
-               color="lightgrey", label="forced parallel")
+        ax.bar([x - 0.2 for x in xs], [r["off_ms"] / r["forced_ms"] for r in part], width=0.4, color="lightgrey")
         ax.bar([x + 0.2 for x in xs], [r["speedup_chosen_vs_off"] for r in part], width=0.4,
-               color=["tab:green" if r["faster_chosen"] else "tab:red" for r in part],
-               label="planner's choice (green: the faster plan)")
+               color=["tab:green" if r["faster_chosen"] else "tab:red" for r in part])
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xticks(list(xs), [f"{r['case']}/{r['rows'] // 1000}k/{r['query'][:5]}" for r in part],
                       rotation=70, fontsize="x-small")
         ax.set_title(f"{which} query on the new table")
         ax.set_ylabel("speedup over off")
-        ax.legend(fontsize="x-small")
+    fig.legend(handles=[Patch(color="lightgrey", label="forced parallel"),
+                        Patch(color="tab:green", label="planner's choice, the faster of off/forced"),
+                        Patch(color="tab:red", label="planner's choice, the slower of off/forced")],
+               loc="lower center", ncol=3, fontsize="small")
     fig.suptitle("Real sessions: tables written just before the query")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
