@@ -68,6 +68,75 @@ def test_tiny_grid_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     assert "Default settings, 20,000 rows: the planner chose a serial plan" in " ".join(result.stdout.split())
 
 
+def test_real_sessions_tiny(tmp_path: Path, pg_config_path: str) -> None:
+    """The real-session cases: outputs exist, every configuration ran on every case that was not
+    skipped, skipped cases say so (never passed), the configurations returned the same rows."""
+    out = tmp_path / "pt"
+    result = pglab("parallel-temp", "--rows", "20000", "--workers", "2", "--repetitions", "2", "--no-decision",
+                   "--session-temp-buffers", "64MB", "--pg-config", pg_config_path, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    for name in ("sessions.csv", "sessions_raw.csv", "sessions.png", "summary.md", "section.json"):
+        assert (out / name).is_file(), name
+    results = json.loads((out / "results.json").read_text())
+    sessions = results["sessions"]
+    assert sessions["temp_buffers"] == "64MB" and sessions["repetitions"] == 2
+    guc_known = sessions["bound_guc_known"]
+    with (out / "sessions_raw.csv").open() as f:
+        raw = list(csv.DictReader(f))
+    ran = {(r["case"], r["query"]) for r in raw}
+    expected_cases = {"fresh_ctas", "steps"} | ({"over_bound"} if guc_known else set())
+    assert {case for case, _ in ran} <= expected_cases and {"fresh_ctas", "steps"} <= {c for c, _ in ran}
+    for case, query in ran:
+        runs = [r for r in raw if (r["case"], r["query"]) == (case, query)]
+        assert sorted(r["config"] for r in runs) == sorted(["off", "chosen", "forced"] * 2), (case, query)
+        assert len({r["digest_first"] for r in runs} | {r["digest_second"] for r in runs}) == 1
+        assert all(float(r["first_ms"]) > 0 and float(r["second_ms"]) > 0 for r in runs)
+        assert all(r["plan_first"] == "serial" for r in runs if r["config"] == "off")
+        assert all(r["plan_first"] == "parallel" for r in runs if r["config"] == "forced")
+    fresh = [r for r in raw if r["case"] == "fresh_ctas"]
+    assert all(int(r["dirty_before_first"]) > 0 for r in fresh), "a fresh CTAS leaves its pages dirty"
+    cases = sessions["cases"]
+    assert {(c["case"], c["which"]) for c in cases} >= {("fresh_ctas", "first"), ("steps", "second")}
+    assert all(c["same_rows"] for c in cases if c["status"] == "ok")
+    summary = (out / "summary.md").read_text()
+    assert "## Real sessions" in summary and "Acceptance line" in summary
+    stdout = " ".join(result.stdout.split())
+    skipped = [c for c in cases if c["status"] == "skipped"]
+    if not guc_known:
+        # Without the bound's setting the case is skipped, visibly, never counted as passed.
+        assert {c["case"] for c in skipped} == {"over_bound"}
+        assert all("pg_tempbuf.dirty_copy_limit" in c["skipped_reason"] and "faster_chosen" not in c
+                   for c in skipped)
+        assert "over_bound | 20,000 | cpu_aggregate | first | SKIPPED" in summary
+        assert "over_bound, 20,000 rows, cpu_aggregate: SKIPPED" in stdout
+        assert sessions["totals"]["skipped"] == 2 and sessions["totals"]["cases"] == 2 * 2 * 2
+    assert not sessions["acceptance"]["measured"]  # 2M rows are not in this run
+    section = json.loads((out / "section.json").read_text())
+    assert "sessions.png" in section["plots"] and "sessions.csv" in section["raw_data"]
+    assert any(t["caption"].startswith("Real sessions") for t in section["tables"])
+
+
+def test_no_sessions_option() -> None:
+    from pglab.cli import build_parser
+    from pglab.experiments.parallel_temp.command import options_from
+
+    parser = build_parser()
+    default = options_from(parser.parse_args(["parallel-temp"]))
+    assert default.sessions and default.session_temp_buffers == "512MB"
+    off = options_from(parser.parse_args(["parallel-temp", "--no-sessions", "--session-temp-buffers", "1GB"]))
+    assert not off.sessions and off.session_temp_buffers == "1GB"
+
+
+def test_bound_below_the_table() -> None:
+    from pglab.experiments.parallel_temp.sessions import bound_value
+
+    assert bound_value("8kB", "0", 8, 1000) == ("2000kB", None)  # a quarter of 1000 pages
+    assert bound_value("kB", "64", 8, 1000) == ("2000kB", None)
+    assert bound_value(None, "1", 8, 1000) == ("250", None)  # no unit: pages
+    assert bound_value("MB", "16", 8, 1000)[0] is None  # its minimum is above the table's 7.8 MB
+    assert bound_value("ms", "0", 8, 1000)[0] is None
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -50,6 +50,11 @@ def add_parser(commands: Any) -> None:
                              f"{opt.QUICK_REPETITIONS} repetitions")
     parser.add_argument("--no-decision", dest="decision", action="store_false",
                         help="skip the decision experiment")
+    parser.add_argument("--session-temp-buffers", default=opt.DEFAULT_SESSION_TEMP_BUFFERS, metavar="SIZE",
+                        help="temp_buffers of the real-session cases: tables written just before the query, "
+                             "every page dirty (default %(default)s)")
+    parser.add_argument("--no-sessions", dest="sessions", action="store_false",
+                        help="skip the real-session cases of the decision experiment")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help=f"output directory, created if missing (its parent must exist; default {DEFAULT_OUT})")
     add_target_arguments(parser, ", pg_tempbuf installed in it")
@@ -71,6 +76,8 @@ def options_from(args: argparse.Namespace) -> ParallelTempOptions:
         checksums=args.checksums,
         decision=args.decision,
         quick=args.quick,
+        sessions=args.sessions,
+        session_temp_buffers=args.session_temp_buffers,
     )
 
 

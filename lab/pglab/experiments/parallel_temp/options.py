@@ -14,6 +14,8 @@ DEFAULT_REPETITIONS = 7
 QUICK_REPETITIONS = 3
 DEFAULT_TEMP_BUFFERS = "32MB"
 DEFAULT_DIRTY_SHARES = (0.0, 0.25, 1.0)
+# temp_buffers of the real-session cases (sessions.py): large enough to hold the tables.
+DEFAULT_SESSION_TEMP_BUFFERS = "512MB"
 
 
 def default_workers() -> tuple[int, ...]:
@@ -33,3 +35,5 @@ class ParallelTempOptions:
     checksums: bool | None
     decision: bool
     quick: bool
+    sessions: bool = True  # the real-session cases of the decision experiment
+    session_temp_buffers: str = DEFAULT_SESSION_TEMP_BUFFERS

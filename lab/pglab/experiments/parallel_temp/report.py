@@ -17,6 +17,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from pglab import report_section as rs  # noqa: E402
+from pglab.experiments.parallel_temp import sessions  # noqa: E402
 from pglab.experiments.parallel_temp.runner import ParallelTempRun  # noqa: E402
 from pglab.experiments.parallel_temp.workload import QUERIES, Variant  # noqa: E402
 from pglab.jsonio import write_json  # noqa: E402
@@ -271,8 +272,17 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
         "regret": regret_totals(decisions),
         "default_settings": acceptance,
     }
+    summary = summary_markdown(run, med, speed, decisions, acceptance)
+    if run.sessions is not None:  # the real-session cases: their own CSVs, key, section and plot
+        session_rows = sessions.case_rows(run.sessions)
+        write_csv(out / "sessions.csv", session_rows)
+        write_csv(out / "sessions_raw.csv", sessions.raw_rows(run.sessions))
+        if not sessions.plot(session_rows, out / "sessions.png"):
+            (out / "sessions.png").unlink(missing_ok=True)  # none of a previous run into this directory
+        results["sessions"] = sessions.as_json(run.sessions)
+        summary += "\n" + "\n".join(sessions.markdown(run.sessions, session_rows))
     write_json(out / "results.json", results)
-    (out / "summary.md").write_text(summary_markdown(run, med, speed, decisions, acceptance))
+    (out / "summary.md").write_text(summary)
 
     workers = max(run.options.workers)
     table = Table(title=f"Speedup over the stock serial scan, {workers} workers (median of "
@@ -305,9 +315,11 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
                       f"same rows: {'yes' if a['same_rows'] else 'NO'}; after an UPDATE of "
                       f"{a['updated_rows']:,} rows, parallel = serial: "
                       f"{'yes' if a['after_update_same_rows'] else 'NO'}.")
+    if run.sessions is not None:
+        sessions.print_console(run.sessions, sessions.case_rows(run.sessions), console)
     write_report_section(run, med, speed, decisions, acceptance)
     console.print(f"Results in {out}/ (summary.md, results.json, raw.csv, plans.csv, decisions.csv, "
-                  f"default_settings.csv, plots)")
+                  f"default_settings.csv, {'sessions.csv, sessions_raw.csv, ' if run.sessions else ''}plots)")
     return results
 
 
@@ -352,6 +364,11 @@ def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dic
                     f"regret {totals['regret_pct_of_best']:.1f}% of the best plans' total time",
         ))
     plots = ["speedup_vs_size.png", "speedup_vs_workers.png"] + (["decisions.png"] if decisions else [])
+    session_files: list[str] = []
+    if run.sessions is not None:
+        tables.append(sessions.section_table(run.sessions, sessions.case_rows(run.sessions)))
+        plots += ["sessions.png"] if (run.options.out_dir / "sessions.png").is_file() else []
+        session_files = ["sessions.csv", "sessions_raw.csv"]
     rs.write_section(run.options.out_dir, rs.Section(
         experiment="parallel-temp",
         title="Parallel scans of temporary tables",
@@ -362,6 +379,6 @@ def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dic
         versions=rs.postgres_versions(str(run.server.get("version")), int(run.server.get("version_num", 0))),
         command=rs.command_line(),
         plots=plots,
-        raw_data=["raw.csv", "plans.csv", "decisions.csv", "default_settings.csv", "results.json"],
+        raw_data=["raw.csv", "plans.csv", "decisions.csv", "default_settings.csv", "results.json", *session_files],
         notes=["Timings are client-side wall times of whole queries; ratios come from the same run."],
     ))

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pglab.errors import LabError
 from pglab.experiments.parallel_temp.options import DEFAULT_DIRTY_SHARES, ParallelTempOptions
+from pglab.experiments.parallel_temp.sessions import SessionResults, run_sessions
 from pglab.experiments.parallel_temp.workload import (
     DEFAULT_COSTS,
     FORCE_PARALLEL,
@@ -89,6 +90,7 @@ class ParallelTempRun:
     decisions: list[Decision] = field(default_factory=list)
     acceptance: list[AcceptanceCheck] = field(default_factory=list)
     shapes: dict[int, TableShape] = field(default_factory=dict)
+    sessions: SessionResults | None = None  # the real-session cases (sessions.py)
     server: dict[str, Any] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
     started: str = ""
@@ -248,5 +250,7 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
                 progress.update(accept, description=f"default settings: {rows:,} rows")
                 run_acceptance(conn, run, shape, progress, accept)
                 drop_tables(conn)
+        if options.sessions:
+            run.sessions = run_sessions(target, options, progress)
     run.wall_s = time.perf_counter() - start
     return run

@@ -1,0 +1,547 @@
+"""Real sessions in the decision experiment: tables as users write them, timed as users query them.
+
+The decision grid of `runner.py` runs with the benchmark's small `temp_buffers`, so its tables
+never have more dirty pages than that pool holds.  A real session with a large `temp_buffers`
+writes a table (CTAS, or several INSERTs) and queries it at once: every page is dirty, and the
+first query pays for them.  Each case below is built in such a session, for every table size:
+
+* `fresh_ctas`: CREATE TEMP TABLE AS, then the query (no ANALYZE: a user's session rarely runs one);
+* `steps`: CREATE TEMP TABLE, four INSERT ... SELECT statements, ANALYZE, then the query;
+* `over_bound`: as `fresh_ctas`, with the shared-memory bound for dirty pages
+  (`DIRTY_COPY_BOUND_GUC`) set below the table's size; skipped, and said so, when the
+  server does not know that setting.
+
+For each case, query and repetition, three configurations run, interleaved (the order rotates
+with the repetition), each on a table rebuilt just before it: `off` (`pg_tempbuf.parallel_scan
+= off`, the stock plan), `chosen` (on, default costs: the planner's choice, read from EXPLAIN
+before the timed run) and `forced` (on, a parallel plan forced as `FORCE_PARALLEL` does).  Each
+times the first query on the new table, then the same query again (the second query: after a
+parallel first query the pages are clean, after a serial one they stay dirty).  All
+three must return the same rows.  Per case and per first/second query: the medians, whether the
+planner chose the faster of `off` and `forced`, the regret median(chosen) / min(median(off),
+median(forced)) - 1, and the speedup of `chosen` over `off`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from pglab import report_section as rs
+from pglab.errors import LabError
+from pglab.experiments.parallel_temp.options import ParallelTempOptions
+from pglab.experiments.parallel_temp.workload import DEFAULT_COSTS, FORCE_PARALLEL, QUERIES
+from pglab.server import TargetServer, current_setting
+
+EXTENSION = "pg_tempbuf"
+TABLE = "session_t"
+
+# The bound on dirty pages copied into dynamic shared memory: its name is not final yet.
+DIRTY_COPY_BOUND_GUC = "pg_tempbuf.dirty_copy_limit"
+OVER_BOUND_SHARE = 0.25  # the bound is set to this share of the table's size
+INSERT_STEPS = 4  # the `steps` case: CREATE, then this many INSERT ... SELECT
+
+SESSION_QUERIES = ("cpu_aggregate", "count")
+CONFIGS = ("off", "chosen", "forced")
+CASES = {
+    "fresh_ctas": "CREATE TEMP TABLE AS, queried at once (every page dirty)",
+    "steps": f"CREATE TEMP TABLE, {INSERT_STEPS} INSERT ... SELECT, ANALYZE, then queried",
+    "over_bound": f"as fresh_ctas, {DIRTY_COPY_BOUND_GUC} set to {OVER_BOUND_SHARE:.0%} of the table",
+}
+QUERY_ORDINALS = ("first", "second")
+
+# The issue's acceptance line: 2M rows by CTAS, the LIKE aggregate, first query.
+ACCEPTANCE_ROWS = 2_000_000
+ACCEPTANCE_CASE = "fresh_ctas"
+ACCEPTANCE_QUERY = "cpu_aggregate"
+ACCEPTANCE_SPEEDUP = 1.3
+QUICK_SESSION_REPETITIONS = 2
+
+
+# -- what a run records ---------------------------------------------------------------
+
+
+@dataclass
+class SessionRun:
+    """One configuration on one freshly built table: the first query, then the second."""
+    config: str
+    repetition: int
+    pages: int
+    dirty_before_first: int  # pg_dirtied_local_buffers() just before each timed query
+    dirty_before_second: int
+    plan_first: str  # "parallel" (Gather above our Temp Seq Scan) or "serial", from EXPLAIN
+    plan_second: str
+    first_ms: float
+    second_ms: float
+    digest_first: str
+    digest_second: str
+
+
+@dataclass
+class SessionCase:
+    """One case (how the table was written) x table size x query, with all its runs."""
+    case: str
+    rows: int
+    query: str
+    skipped: str | None = None  # why it did not run; None when it ran
+    bound: str | None = None  # the value DIRTY_COPY_BOUND_GUC was set to (over_bound only)
+    runs: list[SessionRun] = field(default_factory=list)
+
+
+@dataclass
+class SessionResults:
+    temp_buffers: str
+    repetitions: int
+    rows: tuple[int, ...]
+    bound_guc: str
+    bound_guc_known: bool
+    bound_guc_value: str | None  # its value in the other cases (the server's default), None when unknown
+    workers_per_gather: int
+    cases: list[SessionCase] = field(default_factory=list)
+
+
+def session_rows(options: ParallelTempOptions) -> tuple[int, ...]:
+    return (min(options.rows),) if options.quick else options.rows
+
+
+def session_repetitions(options: ParallelTempOptions) -> int:
+    return min(options.repetitions, QUICK_SESSION_REPETITIONS) if options.quick else options.repetitions
+
+
+def session_steps(options: ParallelTempOptions) -> int:
+    """Progress-bar units: one per configuration run (first and second query)."""
+    return len(session_rows(options)) * len(CASES) * len(SESSION_QUERIES) * session_repetitions(options) * len(CONFIGS)
+
+
+# -- running --------------------------------------------------------------------------
+
+
+def open_session(target: TargetServer, temp_buffers: str) -> psycopg.Connection[Any]:
+    """A user's session: temp_buffers set at connection (it cannot change after the first
+    temporary-table access), the library loaded, jit off as in the rest of the experiment."""
+    conn = target.connect(options=f"-c temp_buffers={temp_buffers}")
+    conn.execute("SET jit = off")
+    conn.execute("SET client_min_messages = warning")
+    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
+    conn.execute(f"LOAD '{EXTENSION}'")
+    return conn
+
+
+def scalar(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...] = ()) -> Any:
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row[0]
+
+
+def guc_known(conn: psycopg.Connection[Any], name: str) -> bool:
+    return scalar(conn, "SELECT 1 FROM pg_settings WHERE name = %s", (name,)) is not None
+
+
+def build_table(conn: psycopg.Connection[Any], case: str, rows: int) -> int:
+    """Write the table as the case says, untimed; returns its pages.  The same rows as the
+    benchmark's table (x int, s text = md5(x)) whatever the case."""
+    rows = int(rows)
+    conn.execute(f"DROP TABLE IF EXISTS {TABLE}")  # drops its local buffers, dirty or not, unwritten
+    if case == "steps":
+        conn.execute(f"CREATE TEMP TABLE {TABLE} (x int, s text)")
+        bounds = [rows * i // INSERT_STEPS for i in range(INSERT_STEPS + 1)]
+        for low, high in zip(bounds, bounds[1:], strict=False):
+            if high > low:
+                conn.execute(f"INSERT INTO {TABLE} SELECT g, md5(g::text) "
+                             f"FROM generate_series({low + 1}, {high}) g")
+        conn.execute(f"ANALYZE {TABLE}")
+    else:
+        conn.execute(f"CREATE TEMP TABLE {TABLE} AS "
+                     f"SELECT g AS x, md5(g::text) AS s FROM generate_series(1, {rows}) g")
+    return int(scalar(conn, f"SELECT pg_relation_size('{TABLE}') / current_setting('block_size')::int"))
+
+
+MEMORY_UNITS_KB = {"B": 1 / 1024, "kB": 1, "8kB": 8, "MB": 1024, "GB": 1024**2, "TB": 1024**3}
+
+
+def bound_setting(conn: psycopg.Connection[Any], pages: int) -> tuple[str | None, str | None]:
+    """(value to SET the bound to, None) for OVER_BOUND_SHARE of `pages`, or (None, why not).
+    A memory setting gets kB; a setting without unit is taken as a page count."""
+    row = conn.execute("SELECT unit, min_val FROM pg_settings WHERE name = %s", (DIRTY_COPY_BOUND_GUC,)).fetchone()
+    if row is None:
+        return None, f"the server has no setting {DIRTY_COPY_BOUND_GUC}"
+    block_kb = int(scalar(conn, "SELECT current_setting('block_size')::int")) // 1024
+    return bound_value(row[0], row[1], block_kb, pages)
+
+
+def bound_value(unit: str | None, min_val: str | None, block_kb: int, pages: int) -> tuple[str | None, str | None]:
+    """bound_setting() given the setting's unit and minimum from pg_settings."""
+    want_pages = max(1, int(pages * OVER_BOUND_SHARE))
+    if unit in MEMORY_UNITS_KB:
+        factor = MEMORY_UNITS_KB[unit]
+        minimum_kb = float(min_val or 0) * factor
+        want_kb = max(want_pages * block_kb, int(minimum_kb))
+        if want_kb >= pages * block_kb:
+            return None, f"{DIRTY_COPY_BOUND_GUC}'s minimum ({min_val} {unit}) is not below the table's size"
+        return f"{want_kb}kB", None
+    if unit is None:
+        want = max(want_pages, int(float(min_val or 0)))
+        if want >= pages:
+            return None, f"{DIRTY_COPY_BOUND_GUC}'s minimum ({min_val}) is not below the table's pages"
+        return str(want), None
+    return None, f"{DIRTY_COPY_BOUND_GUC} has unit {unit!r}, not a memory unit"
+
+
+def configure(conn: psycopg.Connection[Any], config: str) -> None:
+    conn.execute("SET pg_tempbuf.parallel_scan = " + ("off" if config == "off" else "on"))
+    for statement in FORCE_PARALLEL if config == "forced" else DEFAULT_COSTS:
+        conn.execute(statement)
+    conn.execute("RESET max_parallel_workers_per_gather")  # default workers: a user's session
+
+
+def plan_kind(conn: psycopg.Connection[Any], sql: str) -> str:
+    """'parallel' when the plan has our Temp Seq Scan under a Gather, else 'serial'."""
+    lines = [str(r[0]) for r in conn.execute(f"EXPLAIN (COSTS OFF) {sql}").fetchall()]
+    gather = any("Gather" in line for line in lines)
+    ours = any("Temp Seq Scan" in line for line in lines)
+    return "parallel" if gather and ours else "serial"
+
+
+def timed(conn: psycopg.Connection[Any], sql: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    rows = conn.execute(sql).fetchall()
+    ms = (time.perf_counter() - start) * 1000.0
+    return ms, hashlib.sha256(repr(sorted(rows, key=repr)).encode()).hexdigest()
+
+
+def dirtied(conn: psycopg.Connection[Any]) -> int:
+    return int(scalar(conn, "SELECT pg_dirtied_local_buffers()"))
+
+
+def run_one(conn: psycopg.Connection[Any], case: SessionCase, config: str, repetition: int,
+            bound: str | None) -> SessionRun:
+    sql = QUERIES[case.query].format(t=TABLE)
+    pages = build_table(conn, case.case, case.rows)
+    if bound is not None:
+        conn.execute(f"SET {DIRTY_COPY_BOUND_GUC} = '{bound}'")
+    configure(conn, config)
+    dirty_first = dirtied(conn)
+    plan_first = plan_kind(conn, sql)
+    first_ms, digest_first = timed(conn, sql)
+    dirty_second = dirtied(conn)
+    plan_second = plan_kind(conn, sql)
+    second_ms, digest_second = timed(conn, sql)
+    if bound is not None:
+        conn.execute(f"RESET {DIRTY_COPY_BOUND_GUC}")
+    return SessionRun(config, repetition, pages, dirty_first, dirty_second, plan_first, plan_second,
+                      first_ms, second_ms, digest_first, digest_second)
+
+
+def check_same_rows(case: SessionCase) -> None:
+    digests = {(r.config, which): d for r in case.runs
+               for which, d in (("first", r.digest_first), ("second", r.digest_second))}
+    if len(set(digests.values())) > 1:
+        by_config = ", ".join(f"{config} {which}: {d[:12]}" for (config, which), d in sorted(digests.items()))
+        raise LabError(f"real-session case {case.case}, {case.rows:,} rows, {case.query}: the configurations "
+                       f"returned different rows ({by_config}): this is a bug, please report it")
+
+
+def run_sessions(target: TargetServer, options: ParallelTempOptions, progress: Progress) -> SessionResults:
+    """Every case x size x query, configurations interleaved, each on a rebuilt table."""
+    repetitions = session_repetitions(options)
+    task = progress.add_task("real sessions", total=session_steps(options))
+    results: SessionResults | None = None
+    for rows in session_rows(options):
+        with open_session(target, options.session_temp_buffers) as conn:
+            if results is None:
+                known = guc_known(conn, DIRTY_COPY_BOUND_GUC)
+                results = SessionResults(
+                    temp_buffers=options.session_temp_buffers, repetitions=repetitions,
+                    rows=session_rows(options), bound_guc=DIRTY_COPY_BOUND_GUC, bound_guc_known=known,
+                    bound_guc_value=current_setting(conn, DIRTY_COPY_BOUND_GUC) if known else None,
+                    workers_per_gather=int(scalar(conn, "SELECT current_setting('max_parallel_workers_per_gather')")))
+                if not known:
+                    progress.console.print(f"[yellow]real sessions: over_bound SKIPPED: the server has no "
+                                           f"setting {DIRTY_COPY_BOUND_GUC}[/yellow]")
+            for case_name in CASES:
+                bound: str | None = None
+                skipped: str | None = None
+                if case_name == "over_bound" and not results.bound_guc_known:
+                    skipped = f"the server has no setting {DIRTY_COPY_BOUND_GUC}"
+                elif case_name == "over_bound":
+                    bound, skipped = bound_setting(conn, build_table(conn, case_name, rows))
+                    if skipped:
+                        progress.console.print(f"[yellow]real sessions: over_bound, {rows:,} rows, "
+                                               f"SKIPPED: {skipped}[/yellow]")
+                for query in SESSION_QUERIES:
+                    case = SessionCase(case_name, rows, query, skipped=skipped, bound=bound)
+                    results.cases.append(case)
+                    if skipped:
+                        progress.advance(task, repetitions * len(CONFIGS))
+                        continue
+                    progress.update(task, description=f"real sessions: {case_name}, {rows:,} rows, {query}")
+                    for repetition in range(repetitions):
+                        # Interleaved, the order rotating, so that drifting load hits all three alike.
+                        shift = repetition % len(CONFIGS)
+                        for config in CONFIGS[shift:] + CONFIGS[:shift]:
+                            case.runs.append(run_one(conn, case, config, repetition, bound))
+                            progress.advance(task)
+                    check_same_rows(case)
+            conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
+    assert results is not None
+    return results
+
+
+# -- analysis -------------------------------------------------------------------------
+
+
+def planner_choice(plans: list[str]) -> str:
+    kinds = set(plans)
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def case_rows(results: SessionResults) -> list[dict[str, Any]]:
+    """One row per case x size x query x first/second query (skipped cases included, marked)."""
+    out: list[dict[str, Any]] = []
+    for case in results.cases:
+        for which in QUERY_ORDINALS:
+            row: dict[str, Any] = {"case": case.case, "rows": case.rows, "query": case.query, "which": which,
+                                   "status": "skipped" if case.skipped else "ok", "skipped_reason": case.skipped or "",
+                                   "bound": case.bound or ""}
+            if case.skipped or not case.runs:
+                out.append(row)
+                continue
+            ms = {c: statistics.median(getattr(r, f"{which}_ms") for r in case.runs if r.config == c)
+                  for c in CONFIGS}
+            plans = {c: [getattr(r, f"plan_{which}") for r in case.runs if r.config == c] for c in CONFIGS}
+            dirty = [getattr(r, f"dirty_before_{which}") for r in case.runs if r.config == "chosen"]
+            faster = "parallel" if ms["forced"] < ms["off"] else "serial"
+            planner = planner_choice(plans["chosen"])
+            best = min(ms["off"], ms["forced"])
+            chosen_by_plan = ms["forced"] if planner == "parallel" else ms["off"]
+            row.update({
+                "pages": case.runs[0].pages,
+                "dirty_pages": statistics.median(dirty),
+                "off_ms": ms["off"], "chosen_ms": ms["chosen"], "forced_ms": ms["forced"],
+                "faster": faster, "planner": planner,
+                "planner_parallel_runs": plans["chosen"].count("parallel"), "runs": len(plans["chosen"]),
+                "faster_chosen": planner == faster,
+                "margin_pct": 100.0 * (max(ms["off"], ms["forced"]) / best - 1) if best else 0.0,
+                "regret_pct": 100.0 * (ms["chosen"] / best - 1) if best else 0.0,
+                "plan_regret_pct": 100.0 * (chosen_by_plan / best - 1) if planner != "mixed" and best else None,
+                # chosen against the configuration that ran the same plan: the noise of this case
+                "same_plan_diff_pct": 100.0 * (ms["chosen"] / chosen_by_plan - 1) if planner != "mixed" else None,
+                "speedup_chosen_vs_off": ms["off"] / ms["chosen"] if ms["chosen"] else 0.0,
+                "forced_parallel": all(p == "parallel" for p in plans["forced"]),
+                "off_serial": all(p == "serial" for p in plans["off"]),
+                "same_rows": True,  # check_same_rows() stopped the run otherwise
+            })
+            out.append(row)
+    return out
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the case rows that ran (case x size x query x first/second query)."""
+    ran = [r for r in rows if r["status"] == "ok"]
+    skipped = {(r["case"], r["rows"], r["query"]) for r in rows if r["status"] == "skipped"}
+    out: dict[str, Any] = {"cases": len(ran), "skipped": len(skipped),
+                           "skipped_reasons": sorted({r["skipped_reason"] for r in rows if r["status"] == "skipped"})}
+    if not ran:
+        return out
+    worst = max(ran, key=lambda r: r["regret_pct"])
+    by_plan = [r for r in ran if r["plan_regret_pct"] is not None]
+    out.update({
+        "faster_chosen": sum(1 for r in ran if r["faster_chosen"]),
+        "faster_chosen_share": sum(1 for r in ran if r["faster_chosen"]) / len(ran),
+        "worst_regret_pct": worst["regret_pct"],
+        "worst_regret_case": f"{worst['case']}, {worst['rows']:,} rows, {worst['query']}, {worst['which']} query",
+        "worst_plan_regret_pct": max((r["plan_regret_pct"] for r in by_plan), default=None),
+        "largest_same_plan_diff_pct": max((abs(r["same_plan_diff_pct"]) for r in by_plan), default=None),
+        "mixed_choices": sum(1 for r in ran if r["planner"] == "mixed"),
+        **{f"faster_chosen_{which}": sum(1 for r in ran if r["which"] == which and r["faster_chosen"])
+           for which in QUERY_ORDINALS},
+        **{f"cases_{which}": sum(1 for r in ran if r["which"] == which) for which in QUERY_ORDINALS},
+        "forced_not_parallel": sum(1 for r in ran if not r["forced_parallel"]),
+    })
+    return out
+
+
+def acceptance(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The issue's line: 2M rows by CTAS, LIKE aggregate, first query: plan, speedup, rows."""
+    match = [r for r in rows if (r["case"], r["rows"], r["query"], r["which"])
+             == (ACCEPTANCE_CASE, ACCEPTANCE_ROWS, ACCEPTANCE_QUERY, "first") and r["status"] == "ok"]
+    if not match:
+        return {"measured": False, "rows": ACCEPTANCE_ROWS}
+    [r] = match
+    met = r["planner"] == "parallel" and r["speedup_chosen_vs_off"] >= ACCEPTANCE_SPEEDUP and r["same_rows"]
+    return {"measured": True, "rows": ACCEPTANCE_ROWS, "planner": r["planner"],
+            "planner_parallel_runs": r["planner_parallel_runs"], "runs": r["runs"],
+            "off_ms": r["off_ms"], "chosen_ms": r["chosen_ms"], "speedup": r["speedup_chosen_vs_off"],
+            "same_rows": r["same_rows"], "required_speedup": ACCEPTANCE_SPEEDUP, "met": met}
+
+
+def raw_rows(results: SessionResults) -> list[dict[str, Any]]:
+    return [{"case": c.case, "rows": c.rows, "query": c.query, "bound": c.bound or "", **asdict(r)}
+            for c in results.cases for r in c.runs]
+
+
+def as_json(results: SessionResults) -> dict[str, Any]:
+    rows = case_rows(results)
+    return {"temp_buffers": results.temp_buffers, "repetitions": results.repetitions, "rows": list(results.rows),
+            "workers_per_gather": results.workers_per_gather, "bound_guc": results.bound_guc,
+            "bound_guc_known": results.bound_guc_known, "bound_guc_value": results.bound_guc_value,
+            "cases": rows, "totals": totals(rows),
+            "acceptance": acceptance(rows), "runs": raw_rows(results)}
+
+
+# -- outputs --------------------------------------------------------------------------
+
+
+def fmt_pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def acceptance_sentence(a: dict[str, Any]) -> str:
+    if not a["measured"]:
+        return (f"Acceptance line ({a['rows']:,}-row {ACCEPTANCE_CASE}, {ACCEPTANCE_QUERY}, first query): "
+                "not measured in this run (that size is not in --rows).")
+    return (f"Acceptance line ({a['rows']:,}-row {ACCEPTANCE_CASE}, {ACCEPTANCE_QUERY}, first query): planner "
+            f"chose {a['planner']} ({a['planner_parallel_runs']}/{a['runs']} runs parallel); off "
+            f"{a['off_ms']:.1f} ms vs chosen {a['chosen_ms']:.1f} ms = {a['speedup']:.2f}x; same rows: "
+            f"{'yes' if a['same_rows'] else 'NO'}; target parallel and >= {a['required_speedup']}x: "
+            f"{'met' if a['met'] else 'NOT met'}.")
+
+
+def totals_sentence(t: dict[str, Any]) -> str:
+    skipped = (f" {t['skipped']} cases SKIPPED ({'; '.join(t['skipped_reasons'])})." if t["skipped"] else "")
+    if not t["cases"]:
+        return "No real-session case ran." + skipped
+    return (f"Planner chose the faster of off/forced in {t['faster_chosen']} of {t['cases']} cases "
+            f"(case x size x query x first/second query; {100 * t['faster_chosen_share']:.0f}%; first queries "
+            f"{t['faster_chosen_first']}/{t['cases_first']}, second queries "
+            f"{t['faster_chosen_second']}/{t['cases_second']}); worst regret {t['worst_regret_pct']:+.1f}% "
+            f"({t['worst_regret_case']}), worst plan regret {fmt_pct(t['worst_plan_regret_pct'])}; noise: chosen "
+            f"differed from the configuration running the same plan by up to "
+            f"{fmt_pct(t['largest_same_plan_diff_pct']).lstrip('+')}"
+            + (f"; the planner's choice varied between repetitions in {t['mixed_choices']} cases"
+               if t["mixed_choices"] else "") + "." + skipped)
+
+
+def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
+    t = totals(rows)
+    lines = [
+        "## Real sessions: tables written just before the query (decision grid, issue 10)", "",
+        f"A session with temp_buffers={results.temp_buffers} writes the table, then queries it twice. "
+        f"Configurations, interleaved, each on a table rebuilt just before it: off "
+        f"(`pg_tempbuf.parallel_scan = off`), chosen (on, default costs, "
+        f"max_parallel_workers_per_gather={results.workers_per_gather}: the planner's plan, from EXPLAIN), "
+        f"forced (on, parallel forced).  {bound_note(results)}  The second query follows the first of "
+        "the same configuration (after a parallel first query the pages are clean; after a serial one "
+        "they stay dirty).  "
+        f"{results.repetitions} repetitions, median ms.  Regret = "
+        "median(chosen) / min(median(off), median(forced)) - 1 (negative: noise in chosen's favour); "
+        "plan regret = the same with the time of the plan the planner chose, from off/forced; same plan = "
+        "chosen against the configuration that ran the same plan (noise).", "",
+        *[f"* `{name}`: {text}" for name, text in CASES.items()], "",
+        totals_sentence(t), "",
+        acceptance_sentence(acceptance(rows)), "",
+        "| case | rows | query | query no. | dirty pages / pages | off ms | chosen ms | forced ms | faster | "
+        "planner | faster chosen | regret | plan regret | same plan | chosen vs off |",
+        "|---|---:|---|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if r["status"] == "skipped":
+            lines.append(f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | SKIPPED: "
+                         f"{r['skipped_reason']} | | | | | | | | | | |")
+            continue
+        lines.append(
+            f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | {r['dirty_pages']:.0f} / {r['pages']} | "
+            f"{r['off_ms']:.1f} | {r['chosen_ms']:.1f} | {r['forced_ms']:.1f} | {r['faster']} | "
+            f"{r['planner']} ({r['planner_parallel_runs']}/{r['runs']}) | {'yes' if r['faster_chosen'] else 'NO'} | "
+            f"{fmt_pct(r['regret_pct'])} | {fmt_pct(r['plan_regret_pct'])} | {fmt_pct(r['same_plan_diff_pct'])} | "
+            f"{r['speedup_chosen_vs_off']:.2f}x |")
+    if t.get("forced_not_parallel"):
+        lines += ["", f"Note: in {t['forced_not_parallel']} case rows the forced configuration did not always "
+                      "get a parallel plan (see sessions_raw.csv)."]
+    return lines + [""]
+
+
+def bound_note(results: SessionResults) -> str:
+    if not results.bound_guc_known:
+        return f"The server has no setting `{results.bound_guc}`: over_bound is skipped."
+    return (f"`{results.bound_guc}` = {results.bound_guc_value} (the server's default) except in over_bound "
+            "(its value there is in sessions.csv, column bound).")
+
+
+def print_console(results: SessionResults, rows: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title=f"Real sessions: table written just before the query (temp_buffers={results.temp_buffers}, "
+                        f"median of {results.repetitions}, ms)")
+    for name in ("case", "rows", "query", "query no.", "off", "chosen", "forced", "planner", "faster", "regret"):
+        table.add_column(name, justify="right" if name in ("rows", "off", "chosen", "forced", "regret") else "left")
+    for r in rows:
+        if r["status"] == "skipped":
+            if r["which"] == "first":
+                table.add_row(r["case"], f"{r['rows']:,}", r["query"], "-", "[yellow]SKIPPED[/yellow]", "", "", "",
+                              "", "")
+            continue
+        planner = r["planner"] if r["faster_chosen"] else f"[red]{r['planner']}[/red]"
+        table.add_row(r["case"], f"{r['rows']:,}", r["query"], r["which"], f"{r['off_ms']:.1f}",
+                      f"{r['chosen_ms']:.1f}", f"{r['forced_ms']:.1f}", planner, r["faster"], fmt_pct(r["regret_pct"]))
+    console.print(table)
+    console.print(f"Real sessions: {totals_sentence(totals(rows))}")
+    console.print(acceptance_sentence(acceptance(rows)))
+    for r in rows:
+        if r["status"] == "skipped" and r["which"] == "first":
+            console.print(f"Real sessions: {r['case']}, {r['rows']:,} rows, {r['query']}: SKIPPED: "
+                          f"{r['skipped_reason']}", style="yellow")
+
+
+def section_table(results: SessionResults, rows: list[dict[str, Any]]) -> rs.Table:
+    t = totals(rows)
+    return rs.Table(
+        columns=["case", "rows", "query", "query no.", "status", "off ms", "chosen ms", "forced ms", "faster",
+                 "planner", "faster chosen", "regret %", "chosen vs off (x)"],
+        rows=[[r["case"], r["rows"], r["query"], r["which"], r["status"] if r["status"] == "ok"
+               else f"skipped: {r['skipped_reason']}", r.get("off_ms"), r.get("chosen_ms"), r.get("forced_ms"),
+               r.get("faster"), r.get("planner"), r.get("faster_chosen"), r.get("regret_pct"),
+               r.get("speedup_chosen_vs_off")] for r in rows],
+        caption=f"Real sessions (temp_buffers={results.temp_buffers}, table rebuilt before every run, median of "
+                f"{results.repetitions}): " + totals_sentence(t) + " " + acceptance_sentence(acceptance(rows)),
+    )
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> bool:
+    """Speedup over off of forced and chosen, per case, first and second query; False when nothing ran."""
+    ran = [r for r in rows if r["status"] == "ok"]
+    if not ran:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 0.5 * len(ran)), 4.4), squeeze=False, sharey=True)
+    for ax, which in zip(axes[0], QUERY_ORDINALS, strict=True):
+        part = [r for r in ran if r["which"] == which]
+        xs = range(len(part))
+        ax.bar([x - 0.2 for x in xs], [r["off_ms"] / r["forced_ms"] for r in part], width=0.4, color="lightgrey")
+        ax.bar([x + 0.2 for x in xs], [r["speedup_chosen_vs_off"] for r in part], width=0.4,
+               color=["tab:green" if r["faster_chosen"] else "tab:red" for r in part])
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xticks(list(xs), [f"{r['case']}/{r['rows'] // 1000}k/{r['query'][:5]}" for r in part],
+                      rotation=70, fontsize="x-small")
+        ax.set_title(f"{which} query on the new table")
+        ax.set_ylabel("speedup over off")
+    fig.legend(handles=[Patch(color="lightgrey", label="forced parallel"),
+                        Patch(color="tab:green", label="planner's choice, the faster of off/forced"),
+                        Patch(color="tab:red", label="planner's choice, the slower of off/forced")],
+               loc="lower center", ncol=3, fontsize="small")
+    fig.suptitle("Real sessions: tables written just before the query")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
