@@ -30,10 +30,17 @@ from typing import Any
 import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mvcc_history import (
+    history_step,
+    open_transaction,
+    predicate,
+    replay_history,
+    run,
+    statement,
+)
+from pglab.cluster import Cluster
 
 from conftest import FORCE_PARALLEL
-from mvcc_history import history_step, open_transaction, predicate, replay_history, run, statement
-from pglab.cluster import Cluster
 
 EXAMPLES = int(os.environ.get("PGTB_SHAPES_EXAMPLES", "25"))
 
@@ -60,13 +67,13 @@ SHAPES: dict[str, tuple[str, bool]] = {
     "scalar": ("SELECT count(*) FROM perm WHERE perm.b > (SELECT avg(a) * {k} FROM t)", False),
     "correlated": ("SELECT perm.a, (SELECT count(*) FROM u WHERE u.a = perm.a) FROM perm WHERE perm.b < {k}", False),
     "cte_twice": (
-        "WITH c AS {mat} (SELECT a, s FROM t WHERE {p}) "
-        "SELECT count(*), max(c1.s) FROM c c1 JOIN c c2 ON c1.a = c2.a AND c1.s < c2.s",
+        ("WITH c AS {mat} (SELECT a, s FROM t WHERE {p}) "
+         "SELECT count(*), max(c1.s) FROM c c1 JOIN c c2 ON c1.a = c2.a AND c1.s < c2.s"),
         False,
     ),
     "cte_and_subquery": (
-        "WITH c AS (SELECT a, n FROM t) "
-        "SELECT count(*), sum(c.n) FROM perm JOIN c USING (a) WHERE perm.b > (SELECT min(a) FROM u)",
+        ("WITH c AS (SELECT a, n FROM t) "
+         "SELECT count(*), sum(c.n) FROM perm JOIN c USING (a) WHERE perm.b > (SELECT min(a) FROM u)"),
         False,
     ),
     "union_all": ("SELECT count(*), sum(a) FROM (SELECT a FROM t UNION ALL SELECT a FROM t WHERE {p}) s", False),
@@ -152,7 +159,7 @@ def partition_ddl(c: Case) -> list[str]:
         return ["CREATE TEMP TABLE tp (k int, v int, s text) PARTITION BY HASH (k)", *parts]
     if c.partitioning == "list":
         parts = [
-            "CREATE TEMP TABLE tp0 PARTITION OF tp FOR VALUES IN (" + ", ".join(map(str, range(0, 20))) + ")",
+            "CREATE TEMP TABLE tp0 PARTITION OF tp FOR VALUES IN (" + ", ".join(map(str, range(20))) + ")",
             "CREATE TEMP TABLE tp1 PARTITION OF tp FOR VALUES IN (" + ", ".join(map(str, range(20, 40))) + ")",
         ]
     else:
