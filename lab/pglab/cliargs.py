@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any
 
 from pglab.errors import LabError
 
@@ -32,14 +31,6 @@ def positive_int_list(text: str) -> tuple[int, ...]:
         except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(f"{part!r} in {text!r} is not a positive integer") from None
     return tuple(sorted(values))
-
-
-def name_list(text: str) -> tuple[str, ...]:
-    """'a,b , c' -> ('a', 'b', 'c') in the given order, without duplicates."""
-    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
-    if not parts:
-        raise argparse.ArgumentTypeError("empty list")
-    return tuple(dict.fromkeys(parts))
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, what: str) -> None:
@@ -107,7 +98,3 @@ def resolve_out_dir(out: Path | None, default: Path) -> Path:
         check_out_dir(out)
         return out
     return prepare_out_dir(default, defaulted=True)
-
-
-def describe_choices(values: Any) -> str:
-    return ", ".join(str(v) for v in values)

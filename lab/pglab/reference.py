@@ -11,8 +11,6 @@ from importlib import resources
 
 import numpy as np
 
-from pglab.explain import parse_buffers_line
-
 ARTICLE_RUN_TABLES = "flush_cost_article_run_2025-12-30.csv"  # the run behind the article's tables
 ARTICLE_RUN_RANDOM = "flush_cost_article_run_2026-01-02.csv"  # the later run with random phases
 ARTICLE_SERVER = "PostgreSQL 18.1 (author's temp-buffers-sandbox branch), laptop with NVMe SSD"
@@ -82,8 +80,3 @@ def write_read_ratios(filename: str) -> dict[int, float]:
         read = float(np.median(reads[n]))
         ratios[n] = float(np.median(writes[n])) / read if read > 0 else math.nan
     return ratios
-
-
-def buffer_counts(filename: str, phase: str) -> list[dict[str, int]]:
-    """Parsed Buffers lines of one phase (used to sanity-check the data's shape)."""
-    return [parse_buffers_line(row.buffers.get(phase, "")) for row in load_run(filename)]

@@ -5,13 +5,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from pglab import reference  # noqa: E402
-from pglab.stats import Summary  # noqa: E402
+from pglab import reference
+from pglab.plotting import plt
+from pglab.stats import Summary
 
 OURS = "ours (median, 95% CI)"
 

@@ -1,8 +1,10 @@
-"""Where throughput stops scaling with clients."""
+"""What a sequence-cache run found: per variant, throughput by clients and where it stops scaling."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from pglab.experiments.sequence_cache.runner import PerfPoint, SequenceCacheResult
 
 # "Scaling stops" at the smallest client count that no larger count beats by more than 5%.
 SCALING_GAIN = 1.05
@@ -43,3 +45,34 @@ def scaling(by_clients: dict[int, float]) -> Scaling:
     base = by_clients.get(1)
     efficiency = {c: by_clients[c] / (c * base) for c in counts} if base else {}
     return Scaling(peak_clients, by_clients[peak_clients], stops_at, linear_up_to, efficiency)
+
+
+@dataclass
+class VariantSummary:
+    variant: str
+    kind: str
+    calls_per_transaction: int
+    tps_by_clients: dict[int, float]
+    scaling: Scaling
+    perf: PerfPoint | None  # at the largest client count perf ran for
+
+    @property
+    def peak_nextval_per_s(self) -> float:
+        return self.scaling.peak * self.calls_per_transaction
+
+
+def summarize(result: SequenceCacheResult) -> list[VariantSummary]:
+    summaries = []
+    for kind in result.options.kinds:
+        for variant in result.variants:
+            points = [p for p in result.points if p.variant == variant.name and p.kind == str(kind)]
+            if not points:
+                continue
+            tps = {p.clients: p.tps for p in points}
+            perfs = [q for q in result.perf_points if q.variant == variant.name and q.kind == str(kind)]
+            summaries.append(VariantSummary(
+                variant=variant.name, kind=str(kind), calls_per_transaction=points[0].calls_per_transaction,
+                tps_by_clients=tps, scaling=scaling(tps),
+                perf=max(perfs, key=lambda q: q.clients) if perfs else None,
+            ))
+    return summaries

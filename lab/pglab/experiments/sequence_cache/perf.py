@@ -8,7 +8,6 @@ event, which works on virtual machines where hardware counters (cycles) do not.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -151,13 +150,3 @@ def postmaster_pid(data_dir: Path) -> int | None:
         return int((data_dir / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from pglab.experiments.sequence_cache import article  # noqa: E402
-from pglab.experiments.sequence_cache.report import VariantSummary  # noqa: E402
-from pglab.experiments.sequence_cache.runner import SequenceCacheResult  # noqa: E402
+from pglab.experiments.sequence_cache import article
+from pglab.experiments.sequence_cache.analysis import VariantSummary
+from pglab.experiments.sequence_cache.runner import SequenceCacheResult
+from pglab.plotting import plt
 
 
 def plot_tps(result: SequenceCacheResult, summaries: list[VariantSummary], path: Path, server_label: str) -> None:

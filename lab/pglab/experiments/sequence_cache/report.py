@@ -3,48 +3,17 @@
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
 
 from rich.console import Console
 
 from pglab import report_section as rs
 from pglab.experiments.sequence_cache import analysis, article
+from pglab.experiments.sequence_cache.analysis import VariantSummary, summarize
 from pglab.experiments.sequence_cache.options import ARTICLE_BULK_CALLS, NAME, Kind
-from pglab.experiments.sequence_cache.runner import PerfPoint, SequenceCacheResult
+from pglab.experiments.sequence_cache.runner import SequenceCacheResult
 from pglab.run_report import run_section, server_label, summary_opening
 
 TITLE = "Sequence CACHE under concurrency"
-
-
-@dataclass
-class VariantSummary:
-    variant: str
-    kind: str
-    calls_per_transaction: int
-    tps_by_clients: dict[int, float]
-    scaling: analysis.Scaling
-    perf: PerfPoint | None  # at the largest client count perf ran for
-
-    @property
-    def peak_nextval_per_s(self) -> float:
-        return self.scaling.peak * self.calls_per_transaction
-
-
-def summarize(result: SequenceCacheResult) -> list[VariantSummary]:
-    summaries = []
-    for kind in result.options.kinds:
-        for variant in result.variants:
-            points = [p for p in result.points if p.variant == variant.name and p.kind == str(kind)]
-            if not points:
-                continue
-            tps = {p.clients: p.tps for p in points}
-            perfs = [q for q in result.perf_points if q.variant == variant.name and q.kind == str(kind)]
-            summaries.append(VariantSummary(
-                variant=variant.name, kind=str(kind), calls_per_transaction=points[0].calls_per_transaction,
-                tps_by_clients=tps, scaling=analysis.scaling(tps),
-                perf=max(perfs, key=lambda q: q.clients) if perfs else None,
-            ))
-    return summaries
 
 
 OURS_COLUMNS = ["sequence", "transaction", "peak nextval/s", "peak TPS", "at clients", "scaling stops at",
@@ -128,7 +97,11 @@ def notes(result: SequenceCacheResult, summaries: list[VariantSummary] | None = 
 
 
 def write_outputs(result: SequenceCacheResult) -> tuple[list[VariantSummary], rs.Table, list[str]]:
-    from pglab.experiments.sequence_cache.plots import plot_locks, plot_scaling, plot_tps  # slow import
+    from pglab.experiments.sequence_cache.plots import (  # matplotlib is slow to import
+        plot_locks,
+        plot_scaling,
+        plot_tps,
+    )
 
     out = result.out_dir
     assert out is not None

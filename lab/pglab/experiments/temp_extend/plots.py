@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+from matplotlib.axes import Axes
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-
-from pglab.experiments.temp_extend import article  # noqa: E402
-from pglab.experiments.temp_extend.options import DISK, TEMP_BUFFER_MODES, TMPFS  # noqa: E402
-from pglab.experiments.temp_extend.report import CellSummary  # noqa: E402
+from pglab.experiments.temp_extend import article
+from pglab.experiments.temp_extend.analysis import CellSummary
+from pglab.experiments.temp_extend.options import DISK, TEMP_BUFFER_MODES, TMPFS
+from pglab.plotting import plt
 
 COLORS = {DISK: "tab:brown", TMPFS: "tab:cyan"}
 WIDTH = 0.38
