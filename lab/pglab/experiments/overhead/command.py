@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from pglab.cliargs import add_out_argument, add_target_arguments, check_out_and_pg_config, positive_int
+from pglab.errors import LabError
 from pglab.experiments.overhead import options as opt
 from pglab.experiments.overhead.options import OverheadOptions
 from pglab.progress import result_console
@@ -43,7 +44,8 @@ def add_parser(commands: Any) -> None:
                         help=f"callgrind rounds, each a postmaster without and one with the library "
                              f"(default {opt.DEFAULT_COUNT_ROUNDS}, --quick {opt.QUICK_COUNT_ROUNDS})")
     parser.add_argument("--duration", type=positive_int, metavar="SECONDS",
-                        help=f"pgbench -T per TPS run (default {opt.DEFAULT_DURATION_S}, --quick {opt.QUICK_DURATION_S})")
+                        help=f"pgbench -T per TPS run (default {opt.DEFAULT_DURATION_S}, "
+                             f"--quick {opt.QUICK_DURATION_S})")
     parser.add_argument("--pairs", type=positive_int, metavar="P",
                         help=f"TPS pairs per order, ABAB.. then BABA.. (default {opt.DEFAULT_PAIRS}, "
                              f"--quick {opt.QUICK_PAIRS})")
@@ -61,6 +63,8 @@ def add_parser(commands: Any) -> None:
 
 def options_from(args: argparse.Namespace) -> OverheadOptions:
     check_out_and_pg_config(args)
+    if not args.callgrind and not args.tps:
+        raise LabError("--no-callgrind and --no-tps leave nothing to measure")
     quick = bool(args.quick)
 
     def pick(value: int | None, default: int, quick_default: int) -> int:

@@ -215,7 +215,8 @@ def _counting_possible(result: OverheadResult, target: TargetServer) -> bool:
         result.count_note = "not measured: --no-callgrind"
         return False
     if target.cluster is None:
-        result.count_note = "not measured: callgrind runs the postmaster itself, so it needs a throwaway cluster (not --dsn)"
+        result.count_note = ("not measured: callgrind runs the postmaster itself, so it needs a throwaway cluster "
+                             "(not --dsn)")
         return False
     valgrind = shutil.which("valgrind")
     if valgrind is None:
