@@ -71,7 +71,7 @@ def ours_table(result: OverheadResult) -> rs.Table:
         rows.append(["TPS: session_preload_libraries role", tps.runs // 2, round(tps.with_library, 1), None, None,
                      None, None, _round(tps.ratio), None, None])
         for order, ratio in tps.ratio_by_order.items():
-            rows.append([f"TPS ratio, order {order}", tps.runs // 2 // len(tps.ratio_by_order), None, None, None,
+            rows.append([f"TPS ratio, order {order}", tps.runs // len(tps.ratio_by_order), None, None, None,
                          None, None, _round(ratio), None, None])
     ratio = instruction_ratio(result.counts)
     verdict = within_limit(ratio)
