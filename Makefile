@@ -88,9 +88,11 @@ demo-run: install
 	$(PGLAB) buffered-plan --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/buffered-plan
 	$(PGLAB) temp-extend --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/temp-extend
 	$(PGLAB) sequence-cache --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/sequence-cache
+	$(PGLAB) overhead --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/overhead
 	if [ -n "$(DEMO_PG15_CONFIG)" ]; then \
 		$(PGLAB) temp-extend --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/temp-extend-pg15 && \
-		$(PGLAB) sequence-cache --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/sequence-cache-pg15; \
+		$(PGLAB) sequence-cache --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/sequence-cache-pg15 && \
+		$(PGLAB) overhead --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/overhead-pg15; \
 	fi
 	$(PGLAB) report --results $(DEMO_OUT) --out $(DEMO_OUT)/report.html
 

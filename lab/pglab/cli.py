@@ -53,6 +53,7 @@ from pglab.errors import LabError
 from pglab.experiments import buffered_plan
 from pglab.experiments.flush_cost import options as flush_options
 from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
+from pglab.experiments.overhead import command as overhead
 from pglab.experiments.parallel_temp import command as parallel_temp
 from pglab.experiments.sequence_cache import command as sequence_cache
 from pglab.experiments.temp_extend import command as temp_extend
@@ -151,6 +152,7 @@ def build_parser() -> LabArgumentParser:
     parallel_temp.add_parser(commands)
     temp_extend.add_parser(commands)
     sequence_cache.add_parser(commands)
+    overhead.add_parser(commands)
     html_report.add_parser(commands)
     return parser
 
@@ -231,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return temp_extend.command(args)
         if args.command == sequence_cache.NAME:
             return sequence_cache.command(args)
+        if args.command == overhead.NAME:
+            return overhead.command(args)
         if args.command == html_report.NAME:
             return html_report.command(args)
         return command_flush_cost(args)

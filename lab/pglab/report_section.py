@@ -94,6 +94,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("buffered-plan", "BufferedPlan: batched tuple hand-off (TPC-H)", "pglab buffered-plan --quick"),
     Experiment("temp-extend", "Temporary-table extends and tmpfs tablespaces", "pglab temp-extend --quick"),
     Experiment("sequence-cache", "Sequence CACHE under concurrency", "pglab sequence-cache --quick"),
+    Experiment("overhead", "Zero cost when unused: pg_tempbuf loaded vs not (pgbench -S)", "pglab overhead --quick"),
 )
 
 

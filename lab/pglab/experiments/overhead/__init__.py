@@ -1,0 +1,1 @@
+"""`pglab overhead`: what loading pg_tempbuf costs a workload that never touches a temporary table."""

@@ -1,0 +1,61 @@
+"""PNG plots of an overhead run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pglab.experiments.overhead.analysis import Config, OverheadResult, count_summaries  # noqa: E402
+
+COLORS = {Config.NONE.value: "tab:grey", Config.SESSION.value: "tab:orange", Config.SHARED.value: "tab:blue"}
+
+
+def plot_instructions(result: OverheadResult, path: Path, server_label: str) -> None:
+    """Instructions per query (exec_simple_query, pg_plan_queries, PortalRun) per configuration."""
+    summaries = count_summaries(result.counts)
+    metrics = [("query_ir", "exec_simple_query"), ("plan_ir", "pg_plan_queries"), ("execute_ir", "PortalRun")]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    width = 0.8 / max(1, len(summaries))
+    for i, s in enumerate(summaries):
+        xs = [j + i * width for j in range(len(metrics))]
+        bars = ax.bar(xs, [s.median[m] for m, _ in metrics], width, label=s.config, color=COLORS[s.config])
+        if s.config != Config.NONE.value:
+            ax.bar_label(bars, labels=[f"x{s.ratio[m]:.4f}" for m, _ in metrics], fontsize="x-small")
+    ax.set_xticks([j + width * (len(summaries) - 1) / 2 for j in range(len(metrics))], [n for _, n in metrics])
+    ax.set_ylabel("instructions per query (callgrind)")
+    if not summaries:
+        ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(f"pgbench -S query, pg_tempbuf loaded or not ({server_label})")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_tps(result: OverheadResult, path: Path, server_label: str) -> None:
+    """TPS of every A/B run in run order."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    for config in (Config.NONE, Config.SESSION):
+        points = [p for p in result.tps if p.config == config.value]
+        ax.plot([p.index + 1 for p in points], [p.tps for p in points], "o", color=COLORS[config.value],
+                label="not loaded" if config is Config.NONE else "session_preload_libraries")
+    if result.tps:
+        half = len(result.tps) / 2 + 0.5
+        ax.axvline(half, color="black", linewidth=0.8, linestyle=":")
+        ax.text(half, ax.get_ylim()[1], " BABA..", va="top", fontsize="small")
+        ax.text(half, ax.get_ylim()[1], "ABAB.. ", va="top", ha="right", fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("run")
+    ax.set_ylabel("pgbench -S TPS")
+    ax.set_title(f"TPS A/B, both orders ({server_label})")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
