@@ -56,6 +56,7 @@ from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 from pglab.experiments.parallel_temp import command as parallel_temp
 from pglab.experiments.sequence_cache import command as sequence_cache
 from pglab.experiments.temp_extend import command as temp_extend
+from pglab.experiments.temp_shapes import command as temp_shapes
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -151,6 +152,7 @@ def build_parser() -> LabArgumentParser:
     parallel_temp.add_parser(commands)
     temp_extend.add_parser(commands)
     sequence_cache.add_parser(commands)
+    temp_shapes.add_parser(commands)
     html_report.add_parser(commands)
     return parser
 
@@ -231,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return temp_extend.command(args)
         if args.command == sequence_cache.NAME:
             return sequence_cache.command(args)
+        if args.command == temp_shapes.NAME:
+            return temp_shapes.command(args)
         if args.command == html_report.NAME:
             return html_report.command(args)
         return command_flush_cost(args)
