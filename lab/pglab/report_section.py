@@ -94,6 +94,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("buffered-plan", "BufferedPlan: batched tuple hand-off (TPC-H)", "pglab buffered-plan --quick"),
     Experiment("temp-extend", "Temporary-table extends and tmpfs tablespaces", "pglab temp-extend --quick"),
     Experiment("sequence-cache", "Sequence CACHE under concurrency", "pglab sequence-cache --quick"),
+    Experiment("temp-shapes", "Query shapes over temporary tables: off / on / UNLOGGED copy",
+               "pglab temp-shapes --quick"),
 )
 
 

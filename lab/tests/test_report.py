@@ -60,7 +60,7 @@ def _section(directory: Path, experiment: str, major: int, generated: str, plots
 
 @pytest.fixture
 def results_root(tmp_path: Path) -> Path:
-    """flush-cost on 18; temp-extend on 15 and 18; sequence-cache twice on 18; two experiments missing."""
+    """flush-cost on 18; temp-extend on 15 and 18; sequence-cache twice on 18; three experiments missing."""
     root = tmp_path / "results"
     _section(root / "flush-cost", "flush-cost", 18, "2026-01-01T10:00:00+00:00", ["phases.png"], "red")
     _section(root / "temp-extend-pg15", "temp-extend", 15, "2026-01-01T11:00:00+00:00", ["a.png", "b.png"], "blue")
@@ -110,7 +110,7 @@ def test_cli_writes_the_page(results_root: Path, tmp_path: Path, capsys: pytest.
     page = out.read_text()
     for experiment in rs.EXPERIMENTS:
         assert f'data-experiment="{experiment.key}"' in page
-    assert page.count('class="not-run"') == 2
+    assert page.count('class="not-run"') == 3  # parallel-temp, buffered-plan, temp-shapes
     assert "note &lt;temp-extend&gt; &amp; co" in page  # escaped
     uris = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(uris) == 1 + 2 + 2 + 1
@@ -156,7 +156,7 @@ def test_page_in_headless_chromium(results_root: Path, tmp_path: Path) -> None:
     sections = {s["key"]: s for s in report["sections"]}
     assert list(sections) == [e.key for e in rs.EXPERIMENTS]
     expected_images = {"flush-cost": 1, "parallel-temp": 0, "buffered-plan": 0, "temp-extend": 4,
-                       "sequence-cache": 1}
+                       "sequence-cache": 1, "temp-shapes": 0}
     for key, count in expected_images.items():
         assert sections[key]["images"] == count and sections[key]["loaded"] == count, sections[key]
         if count:
