@@ -72,7 +72,8 @@ def test_plan_shape_of_a_parallel_plan() -> None:
                         "Parallel Aware": False, "Relation Name": "tmp_keys", "Leader Only": "toast"}]}]}]}]},
         "Execution Time": 12.5}]
     shape = plan_shape(explain)
-    assert shape.gather and shape.parallel and shape.workers_planned == 2 and shape.workers_launched == 2
+    assert shape.gather and shape.gathers == 1 and shape.parallel
+    assert shape.workers_planned == 2 and shape.workers_launched == 2
     assert shape.temp_scans == 1 and shape.parallel_temp_scans == 0 and shape.leader_only
     assert shape.scans == ("Parallel Seq Scan on big", "Custom Scan (Temp Seq Scan) on tmp_keys")
     assert shape.outline.startswith("Aggregate (Gather[2/2] (Hash Join (Parallel Seq Scan on big")
@@ -86,6 +87,7 @@ def test_plan_shape_of_a_parallel_plan() -> None:
         (["--scale", "-1"], "--scale"),
         (["--shapes", "nope"], "unknown nope"),
         (["--tpch-queries", "q99"], "unknown q99"),
+        (["--no-shapes", "--no-tpch"], "nothing to measure"),
         (["--out", "/nonexistent/dir/x"], "parent directory"),
         (["--pg-config", "/nonexistent/pg_config"], "pg_config not found"),
     ],

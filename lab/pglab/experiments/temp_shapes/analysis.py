@@ -38,6 +38,7 @@ class PlanShape:
     """What EXPLAIN (ANALYZE, FORMAT JSON) says about the plan the planner chose."""
 
     gather: bool  # a Gather or Gather Merge node
+    gathers: int  # how many (an InitPlan or SubPlan can have its own)
     workers_planned: int
     workers_launched: int
     temp_scans: int  # Custom Scan (Temp Seq Scan) nodes
@@ -55,7 +56,8 @@ class PlanShape:
     def label(self) -> str:
         if not self.gather:
             return "serial"
-        return f"Gather ({self.workers_launched}/{self.workers_planned} workers)" + \
+        gathers = f"{self.gathers} Gathers" if self.gathers > 1 else "Gather"
+        return f"{gathers} ({self.workers_launched}/{self.workers_planned} workers)" + \
             (", leader only" if self.leader_only else "")
 
 
@@ -93,6 +95,7 @@ def plan_shape(explain: Any) -> PlanShape:
     temp = [n for n in nodes if n.get("Custom Plan Provider") == TEMP_SCAN_PROVIDER]
     return PlanShape(
         gather=any(n.get("Node Type") in GATHER_NODES for n in nodes),
+        gathers=sum(1 for n in nodes if n.get("Node Type") in GATHER_NODES),
         workers_planned=sum(int(n.get("Workers Planned", 0)) for n in nodes if n.get("Node Type") in GATHER_NODES),
         workers_launched=sum(int(n.get("Workers Launched", 0)) for n in nodes
                              if n.get("Node Type") in GATHER_NODES),

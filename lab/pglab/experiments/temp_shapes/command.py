@@ -63,6 +63,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-tpch", action="store_true", help="skip the TPC-H part")
     parser.add_argument("--shapes", type=name_list, metavar="NAME,...",
                         help=f"shapes to run (default all: {','.join(SHAPE_NAMES)})")
+    parser.add_argument("--no-shapes", action="store_true", help="TPC-H only")
     parser.add_argument("--temp-buffers", default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
                         help="temp_buffers of the measuring session (default %(default)s)")
     parser.add_argument("--quick", action="store_true",
@@ -74,7 +75,7 @@ def add_parser(commands: Any) -> None:
 
 def options_from(args: argparse.Namespace) -> TempShapesOptions:
     check_out_and_pg_config(args)
-    shapes = args.shapes or SHAPE_NAMES
+    shapes = () if args.no_shapes else (args.shapes or SHAPE_NAMES)
     unknown = [s for s in shapes if s not in SHAPE_NAMES]
     if unknown:
         raise LabError(f"--shapes: unknown {', '.join(unknown)} (known: {', '.join(SHAPE_NAMES)})")
@@ -82,6 +83,8 @@ def options_from(args: argparse.Namespace) -> TempShapesOptions:
     bad = [q for q in queries if q not in {f"q{i:02d}" for i in range(1, 23)}]
     if bad:
         raise LabError(f"--tpch-queries: unknown {', '.join(bad)} (q01..q22)")
+    if not shapes and not queries:
+        raise LabError("--no-shapes with --no-tpch leaves nothing to measure")
     return TempShapesOptions(
         sizes=opt.QUICK_SIZES if args.quick else opt.DEFAULT_SIZES,
         repetitions=args.repetitions or (opt.QUICK_REPETITIONS if args.quick else opt.DEFAULT_REPETITIONS),

@@ -16,6 +16,16 @@ from pglab.experiments.temp_shapes.analysis import (  # noqa: E402
 from pglab.experiments.temp_shapes.workload import Config  # noqa: E402
 
 
+def _short(summary: ItemSummary, config: Config) -> str:
+    """The plan in a few characters: serial, or Gather launched/planned (leader only)."""
+    plan = summary.plans.get(str(config))
+    if plan is None:
+        return "?"
+    if not plan.gather:
+        return "serial"
+    return f"Gather {plan.workers_launched}/{plan.workers_planned}" + (" LO" if plan.leader_only else "")
+
+
 def plot_shapes(summaries: list[ItemSummary], title: str, path: Path) -> None:
     """Per shape: median(off)/median(on) and median(UNLOGGED)/median(on)."""
     fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(summaries) + 2), 4.5))
@@ -28,11 +38,9 @@ def plot_shapes(summaries: list[ItemSummary], title: str, path: Path) -> None:
            label="on vs UNLOGGED copy: median(unlogged) / median(on)")
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.axhline(MIN_RATIO_VS_UNLOGGED, color="red", linestyle=":", linewidth=0.8, label="0.9 (issue 9)")
-    for x, s in zip(xs, summaries, strict=True):
-        on = s.plans.get(str(Config.ON))
-        ax.annotate(on.label if on else "?", (x, 0.02), xycoords=("data", "axes fraction"), ha="center",
-                    fontsize="x-small", rotation=90, va="bottom")
-    ax.set_xticks(list(xs), [s.item for s in summaries], rotation=25, ha="right", fontsize="small")
+    labels = [f"{s.item}\non: {_short(s, Config.ON)}\n{s.reference}: {_short(s, Config(s.reference))}"
+              for s in summaries]
+    ax.set_xticks(list(xs), labels, fontsize="x-small")
     ax.set_ylabel("ratio (> 1: pg_tempbuf on is faster)")
     ax.set_title(title, fontsize="medium")
     ax.legend(fontsize="x-small")
@@ -52,7 +60,9 @@ def plot_tpch(summaries: list[ItemSummary], title: str, path: Path) -> None:
         ax.bar(xs, [s.median_ms.get(str(config), 0.0) for s in summaries], width,
                label={Config.OFF: "temp dimensions, pg_tempbuf off", Config.ON: "temp dimensions, on",
                       Config.PERMANENT: "all permanent"}[config])
-    ax.set_xticks(range(len(summaries)), [s.item for s in summaries])
+    ax.set_xticks(range(len(summaries)),
+                  [f"{s.item}\non: {_short(s, Config.ON)}\nperm.: {_short(s, Config.PERMANENT)}" for s in summaries],
+                  fontsize="x-small")
     ax.set_ylabel("median ms")
     ax.set_yscale("log")
     ax.set_title(title, fontsize="medium")

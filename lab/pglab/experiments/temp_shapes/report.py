@@ -64,13 +64,13 @@ def write_raw(run: TempShapesRun) -> None:
         for config, p in m.plans.items():
             result = m.results.get(config)
             plans.append({"part": m.part, "item": m.item, "config": config, "plan": p.label,
-                          "gather": p.gather, "workers_planned": p.workers_planned,
+                          "gather": p.gather, "gathers": p.gathers, "workers_planned": p.workers_planned,
                           "workers_launched": p.workers_launched, "temp_scans": p.temp_scans,
                           "parallel_temp_scans": p.parallel_temp_scans, "leader_only": p.leader_only,
                           "explain_ms": p.execution_ms, "scans": "; ".join(p.scans),
                           "rows": result.rows if result else None, "digest": result.digest if result else None,
                           "outline": p.outline})
-    _csv(out / "plans.csv", plans, ["part", "item", "config", "plan", "gather", "workers_planned",
+    _csv(out / "plans.csv", plans, ["part", "item", "config", "plan", "gather", "gathers", "workers_planned",
                                     "workers_launched", "temp_scans", "parallel_temp_scans", "leader_only",
                                     "explain_ms", "scans", "rows", "digest", "outline"])
     shape_summaries, tpch_summaries = summaries(run)

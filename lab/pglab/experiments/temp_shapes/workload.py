@@ -89,7 +89,7 @@ def table_setup(name: str, config: Config, sizes: Sizes) -> list[str]:
                 f"INSERT INTO {t} SELECT g * 20, g % 50 FROM generate_series(1, {sizes.keys_rows}) g"]
     if name == "facts":
         return [f"CREATE {kind} TABLE {t} (id int NOT NULL, grp int NOT NULL, v int NOT NULL, note text)",
-                f"INSERT INTO {t} SELECT g, g % 1000, (g * 7919) % 10007, md5(g::text) "
+                f"INSERT INTO {t} SELECT g, g % 1000, (g::bigint * 7919 % 10007)::int, md5(g::text) "
                 f"FROM generate_series(1, {sizes.facts_rows}) g"]
     if name == "parts":
         # A partitioned table has no storage: UNLOGGED applies to its partitions (PostgreSQL 18
@@ -102,7 +102,7 @@ def table_setup(name: str, config: Config, sizes: Sizes) -> list[str]:
             high = "MAXVALUE" if i == sizes.partitions - 1 else str(1 + (i + 1) * step)
             low = "MINVALUE" if i == 0 else str(1 + i * step)
             statements.append(f"CREATE {kind} TABLE {t}_{i} PARTITION OF {t} FOR VALUES FROM ({low}) TO ({high})")
-        statements.append(f"INSERT INTO {t} SELECT g, g % 997, (g * 7919) % 10007, md5(g::text) "
+        statements.append(f"INSERT INTO {t} SELECT g, g % 997, (g::bigint * 7919 % 10007)::int, md5(g::text) "
                           f"FROM generate_series(1, {sizes.parts_rows}) g")
         return statements
     if name == "docs":
