@@ -167,6 +167,12 @@ class ItemSummary:
         """median(reference) / median(on): the speed of on as a share of the copy's (1 = as fast)."""
         return _ratio(self.median_ms.get(self.reference), self.median_ms.get(str(Config.ON)))
 
+    @property
+    def on_plan_is_off_plan(self) -> bool:
+        """pg_tempbuf on chose exactly the stock plan: their time ratio is run-to-run noise."""
+        off, on = self.plans.get(str(Config.OFF)), self.plans.get(str(Config.ON))
+        return off is not None and on is not None and off.outline == on.outline
+
     def acceptance(self) -> list[str]:
         """Issue 9's checks that failed (empty: all passed)."""
         failed = []

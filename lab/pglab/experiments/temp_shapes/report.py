@@ -91,6 +91,7 @@ def _summary_json(s: an.ItemSummary) -> dict[str, Any]:
         "speedup_on_vs_off": s.speedup_on, "speedup_reference_vs_off": s.speedup_reference,
         "on_vs_reference": s.ratio_to_reference, "results_equal": s.results_equal,
         "mismatches": list(s.mismatches), "acceptance_failed": s.acceptance(),
+        "on_plan_is_off_plan": s.on_plan_is_off_plan,
         "plans": {c: {**asdict(p), "label": p.label} for c, p in s.plans.items()},
     }
 
@@ -101,7 +102,9 @@ def _x(value: float) -> float | None:
 
 def _plan(s: an.ItemSummary, config: str) -> str:
     p = s.plans.get(config)
-    return p.label if p else ""
+    if p is None:
+        return ""
+    return p.label + (" (= off)" if config == str(Config.ON) and s.on_plan_is_off_plan else "")
 
 
 def shapes_table(run: TempShapesRun, items: list[an.ItemSummary]) -> rs.Table:
@@ -163,6 +166,11 @@ def report(run: TempShapesRun, console: Console) -> int:
     ]
     if mismatched:
         notes.insert(0, "RESULT MISMATCH: " + ", ".join(f"{s.item} ({', '.join(s.mismatches)})" for s in mismatched))
+    same = [s.item for s in shape_items + tpch_items if s.on_plan_is_off_plan]
+    if same:
+        notes.append(f"pg_tempbuf on chose exactly the stock plan (\"= off\") for {len(same)} of "
+                     f"{len(shape_items) + len(tpch_items)} items ({', '.join(same)}): their on-vs-off ratios are "
+                     "run-to-run noise.")
     if run.options.quick:
         notes.append("--quick: tiny tables, below min_parallel_table_scan_size; plans are mostly serial.")
 
