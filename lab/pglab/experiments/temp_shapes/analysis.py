@@ -73,6 +73,9 @@ def node_label(node: dict[str, Any]) -> str:
         kind = f"Custom Scan ({node.get('Custom Plan Provider', '?')})"
     if node.get("Parallel Aware") and not kind.startswith("Parallel "):
         kind = "Parallel " + kind
+    mode = node.get("Partial Mode")
+    if kind == "Aggregate" and mode and mode != "Simple":
+        kind = f"{mode} Aggregate"
     relation = node.get("Relation Name") or node.get("CTE Name") or node.get("Subplan Name")
     return f"{kind} on {relation}" if relation and "Scan" in kind else kind
 
