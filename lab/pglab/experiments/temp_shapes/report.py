@@ -191,6 +191,11 @@ def report(run: TempShapesRun, console: Console) -> int:
     console.print(ours.rich())
     for table in tables[:-1]:
         console.print(table.rich())
+    passed = [s.item for s in shape_items if not s.acceptance()]
+    if shape_items:
+        console.print(f"Issue 9 acceptance (Gather with workers, same rows, >= {an.MIN_SPEEDUP_VS_OFF}x of off, "
+                      f">= {an.MIN_RATIO_VS_UNLOGGED}x of UNLOGGED where required): {len(passed)} of "
+                      f"{len(shape_items)} shapes pass" + (f" ({', '.join(passed)})" if passed else ""))
     for s in mismatched:
         console.print(f"[bold red]RESULT MISMATCH[/] {s.item}: {', '.join(s.mismatches)} returned other rows "
                       "than pg_tempbuf.parallel_scan = off")
