@@ -57,6 +57,7 @@ from pglab.experiments.overhead import command as overhead
 from pglab.experiments.parallel_temp import command as parallel_temp
 from pglab.experiments.sequence_cache import command as sequence_cache
 from pglab.experiments.temp_extend import command as temp_extend
+from pglab.experiments.temp_shapes import command as temp_shapes
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -153,6 +154,7 @@ def build_parser() -> LabArgumentParser:
     temp_extend.add_parser(commands)
     sequence_cache.add_parser(commands)
     overhead.add_parser(commands)
+    temp_shapes.add_parser(commands)
     html_report.add_parser(commands)
     return parser
 
@@ -235,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return sequence_cache.command(args)
         if args.command == overhead.NAME:
             return overhead.command(args)
+        if args.command == temp_shapes.NAME:
+            return temp_shapes.command(args)
         if args.command == html_report.NAME:
             return html_report.command(args)
         return command_flush_cost(args)

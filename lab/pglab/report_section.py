@@ -95,6 +95,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("temp-extend", "Temporary-table extends and tmpfs tablespaces", "pglab temp-extend --quick"),
     Experiment("sequence-cache", "Sequence CACHE under concurrency", "pglab sequence-cache --quick"),
     Experiment("overhead", "Zero cost when unused: pg_tempbuf loaded vs not (pgbench -S)", "pglab overhead --quick"),
+    Experiment("temp-shapes", "Query shapes over temporary tables: off / on / UNLOGGED copy",
+               "pglab temp-shapes --quick"),
 )
 
 

@@ -156,7 +156,7 @@ def test_page_in_headless_chromium(results_root: Path, tmp_path: Path) -> None:
     sections = {s["key"]: s for s in report["sections"]}
     assert list(sections) == [e.key for e in rs.EXPERIMENTS]
     expected_images = {"flush-cost": 1, "parallel-temp": 0, "buffered-plan": 0, "temp-extend": 4,
-                       "sequence-cache": 1}
+                       "sequence-cache": 1, "temp-shapes": 0}
     for key, count in expected_images.items():
         assert sections[key]["images"] == count and sections[key]["loaded"] == count, sections[key]
         if count:
