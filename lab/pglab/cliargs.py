@@ -33,6 +33,14 @@ def positive_int_list(text: str) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
+def name_list(text: str) -> tuple[str, ...]:
+    """'a,b , c' -> ('a', 'b', 'c') in the given order, without duplicates."""
+    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
+    if not parts:
+        raise argparse.ArgumentTypeError("empty list")
+    return tuple(dict.fromkeys(parts))
+
+
 def add_target_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     """--pg-config P | --dsn DSN, as every experiment takes them."""
     target = parser.add_mutually_exclusive_group()
