@@ -3,7 +3,9 @@
 import pytest
 
 from pglab.errors import LabError
-from pglab.experiments.buffered_plan import OFF, _single_user_script, check_plan, config_gucs, plan_nodes
+from pglab.experiments.buffered_plan.counters import check_plan, plan_nodes, single_user_script
+from pglab.experiments.buffered_plan.options import OFF
+from pglab.experiments.buffered_plan.runner import config_gucs
 
 STOCK = """Sort
   Sort Key: l_returnflag, l_linestatus
@@ -52,5 +54,5 @@ def test_a_plan_of_another_configuration_is_refused(config: tuple[str, int], pla
 
 
 def test_single_user_script_ends_each_statement_with_a_blank_line() -> None:
-    script = _single_user_script(("all", 2048), "SELECT 1;\n")
+    script = single_user_script(("all", 2048), "SELECT 1;\n")
     assert script == f"{config_gucs(('all', 2048))}\n\nSELECT 1;\n\n"

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pglab.experiments.flush_cost import options as opt
-from pglab.experiments.flush_cost.model import build_model, round_significant
+from pglab.experiments.flush_cost.analysis import build_model, round_significant
 from pglab.experiments.flush_cost.records import PhaseRecord
 from pglab.fit import FitError, fit_line
 

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from pglab.cli import size_list
+from pglab.experiments.flush_cost.command import size_list
 from pglab.experiments.flush_cost.options import (
     ARTICLE_SIZES,
     MIN_TEMP_BUFFERS,

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from pglab import reference
 from pglab.experiments.flush_cost import options as opt
-from pglab.experiments.flush_cost.model import FlushCostModel, build_model, summaries_by_phase
+from pglab.experiments.flush_cost.analysis import FlushCostModel, build_model, summaries_by_phase
 from pglab.experiments.flush_cost.plots import plot_phases, plot_write_read_ratio
 from pglab.experiments.flush_cost.runner import FlushCostRun
 from pglab.experiments.flush_cost.section import write_section

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pglab import reference
 from pglab import report_section as rs
 from pglab.experiments.flush_cost import options as opt
-from pglab.experiments.flush_cost.model import FlushCostModel
+from pglab.experiments.flush_cost.analysis import FlushCostModel
 from pglab.experiments.flush_cost.runner import FlushCostRun
 from pglab.stats import Summary
 

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from pglab.experiments.overhead.analysis import Config, OverheadResult, count_summaries  # noqa: E402
+from pglab.experiments.overhead.analysis import Config, OverheadResult, count_summaries
+from pglab.plotting import plt
 
 COLORS = {Config.NONE.value: "tab:grey", Config.SESSION.value: "tab:orange", Config.SHARED.value: "tab:blue"}
 

@@ -3,96 +3,30 @@
 from __future__ import annotations
 
 import csv
-import statistics
-from collections import defaultdict
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from rich.console import Console
+from rich.table import Table
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from pglab import report_section as rs  # noqa: E402
-from pglab.experiments.parallel_temp import sessions  # noqa: E402
-from pglab.experiments.parallel_temp.runner import ParallelTempRun  # noqa: E402
-from pglab.experiments.parallel_temp.workload import QUERIES, Variant  # noqa: E402
-from pglab.jsonio import write_json  # noqa: E402
-from pglab.stats import summarize  # noqa: E402
-
-Key = tuple[int, str, int, str]  # rows, query, workers, variant
-PARALLEL_VARIANTS = [v for v in Variant if v is not Variant.SERIAL]
-SHORT_NAMES = {
-    Variant.PARALLEL_CLEAN: "ours clean",
-    Variant.PARALLEL_DIRTY: "ours +flush",
-    Variant.PARALLEL_PART_DIRTY: "ours +¼ flush",
-    Variant.UNLOGGED_PARALLEL: "unlogged",
-}
-
-
-def medians(run: ParallelTempRun) -> dict[Key, float]:
-    samples: dict[Key, list[float]] = defaultdict(list)
-    for t in run.timings:
-        samples[(t.rows, t.query, t.workers, t.variant)].append(t.ms)
-    return {key: statistics.median(values) for key, values in samples.items()}
-
-
-def speedups(run: ParallelTempRun, med: dict[Key, float]) -> dict[Key, float]:
-    """serial median / variant median, both from the same workers loop of the same run."""
-    out: dict[Key, float] = {}
-    for (rows, query, workers, variant), value in med.items():
-        serial = med.get((rows, query, workers, str(Variant.SERIAL)))
-        if serial is not None and value > 0:
-            out[(rows, query, workers, variant)] = serial / value
-    return out
-
-
-def decision_rows(run: ParallelTempRun) -> list[dict[str, Any]]:
-    rows = []
-    for d in run.decisions:
-        serial = statistics.median(d.serial_ms)
-        parallel = statistics.median(d.parallel_ms)
-        best = min(serial, parallel)
-        chosen = parallel if d.planner_parallel else serial
-        rows.append({
-            "rows": d.rows, "pages": d.pages, "dirty_share": d.dirty_share, "query": d.query,
-            "dirty_pages": d.dirty_pages, "serial_ms": serial, "parallel_ms": parallel,
-            "faster": "parallel" if parallel < serial else "serial",
-            "planner": "parallel" if d.planner_parallel else "serial",
-            "regret_ms": chosen - best, "regret_pct": 100.0 * (chosen - best) / best if best else 0.0,
-        })
-    return rows
-
-
-def regret_totals(decisions: list[dict[str, Any]]) -> dict[str, float]:
-    if not decisions:
-        return {}
-    best = sum(min(d["serial_ms"], d["parallel_ms"]) for d in decisions)
-    regret = sum(d["regret_ms"] for d in decisions)
-    right = sum(1 for d in decisions if d["faster"] == d["planner"])
-    return {"cases": len(decisions), "right_choices": right, "total_regret_ms": regret,
-            "total_best_ms": best, "regret_pct_of_best": 100.0 * regret / best if best else 0.0,
-            "worst_regret_pct": max(d["regret_pct"] for d in decisions)}
-
-
-def acceptance_rows(run: ParallelTempRun) -> list[dict[str, Any]]:
-    rows = []
-    for a in run.acceptance:
-        serial = statistics.median(a.serial_ms)
-        default = statistics.median(a.default_ms)
-        rows.append({
-            "rows": a.rows, "planner_parallel": a.plan["temp_seq_scan"],
-            "workers_launched": a.plan["workers_launched"], "serial_ms": serial, "default_ms": default,
-            "speedup": serial / default if default else 0.0, "same_rows": a.same_rows,
-            "updated_rows": a.updated_rows,
-            "after_update_parallel": a.after_update_plan["temp_seq_scan"],
-            "after_update_workers": a.after_update_plan["workers_launched"],
-            "after_update_same_rows": a.after_update_same_rows,
-        })
-    return rows
+from pglab import report_section as rs
+from pglab.experiments.parallel_temp import sessions
+from pglab.experiments.parallel_temp.analysis import (
+    PARALLEL_VARIANTS,
+    SHORT_NAMES,
+    Key,
+    acceptance_rows,
+    decision_rows,
+    mb,
+    medians,
+    regret_totals,
+    speedups,
+)
+from pglab.experiments.parallel_temp.runner import ParallelTempRun
+from pglab.experiments.parallel_temp.workload import QUERIES, Variant
+from pglab.jsonio import write_json
+from pglab.stats import summarize
 
 
 def acceptance_markdown(run: ParallelTempRun, rows: list[dict[str, Any]]) -> list[str]:
@@ -111,67 +45,6 @@ def acceptance_markdown(run: ParallelTempRun, rows: list[dict[str, Any]]) -> lis
                      f"{a['default_ms']:.1f} | {a['speedup']:.2f}x | {'yes' if a['same_rows'] else 'NO'} | "
                      f"{a['updated_rows']:,} | {after} | {'yes' if a['after_update_same_rows'] else 'NO'} |")
     return lines + [""]
-
-
-def mb(run: ParallelTempRun, rows: int) -> float:
-    return run.shapes[rows].bytes / 2**20
-
-
-def plot_speedups(run: ParallelTempRun, speed: dict[Key, float], path: Path) -> None:
-    workers = max(run.options.workers)
-    fig, axes = plt.subplots(1, len(QUERIES), figsize=(5 * len(QUERIES), 4), squeeze=False)
-    for ax, query in zip(axes[0], QUERIES, strict=True):
-        for variant in PARALLEL_VARIANTS:
-            points = sorted((mb(run, r), speed[(r, query, workers, str(variant))])
-                            for r in run.options.rows if (r, query, workers, str(variant)) in speed)
-            if points:
-                ax.plot(*zip(*points, strict=True), "o-", label=str(variant))
-        ax.axhline(1.0, color="grey", linewidth=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("temp table size (MB)")
-        ax.set_ylabel(f"speedup over serial ({workers} workers)")
-        ax.set_title(query)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize="small")
-    fig.suptitle(f"Parallel Temp Seq Scan vs stock serial scan (temp_buffers={run.options.temp_buffers})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def plot_scaling(run: ParallelTempRun, speed: dict[Key, float], path: Path) -> None:
-    rows = max(run.options.rows)
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for query in QUERIES:
-        for variant in (Variant.PARALLEL_CLEAN, Variant.UNLOGGED_PARALLEL):
-            points = [(w, speed[(rows, query, w, str(variant))]) for w in run.options.workers
-                      if (rows, query, w, str(variant)) in speed]
-            if points:
-                style = "o-" if variant is Variant.PARALLEL_CLEAN else "s--"
-                ax.plot(*zip(*points, strict=True), style, label=f"{query}, {variant}")
-    ax.set_xlabel("workers")
-    ax.set_ylabel("speedup over serial")
-    ax.set_title(f"Scaling with workers, {mb(run, rows):.0f} MB table")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def plot_decisions(decisions: list[dict[str, Any]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(decisions)), 4.2))
-    labels = [f"{d['rows'] // 1000}k/{d['dirty_share']:.2f}/{d['query'][:5]}" for d in decisions]
-    ratio = [d["serial_ms"] / d["parallel_ms"] if d["parallel_ms"] else 0.0 for d in decisions]
-    colors = ["tab:green" if d["faster"] == d["planner"] else "tab:red" for d in decisions]
-    ax.bar(range(len(decisions)), ratio, color=colors)
-    ax.axhline(1.0, color="grey", linewidth=0.8)
-    ax.set_xticks(range(len(decisions)), labels, rotation=70, fontsize="x-small")
-    ax.set_ylabel("serial ms / parallel ms")
-    ax.set_title("Decision grid (rows/dirty share/query): green = planner chose the faster plan")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -251,6 +124,8 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
     write_csv(out / "plans.csv", [{"rows": p.rows, "query": p.query, "variant": p.variant,
                                    "workers": p.workers, **p.info} for p in run.plans])
     write_csv(out / "decisions.csv", decisions)
+    from pglab.experiments.parallel_temp.plots import plot_decisions, plot_scaling, plot_speedups  # slow to import
+
     plot_speedups(run, speed, out / "speedup_vs_size.png")
     plot_scaling(run, speed, out / "speedup_vs_workers.png")
     if decisions:

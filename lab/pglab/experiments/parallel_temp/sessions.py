@@ -518,11 +518,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
     ran = [r for r in rows if r["status"] == "ok"]
     if not ran:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
+
+    from pglab.plotting import plt  # matplotlib is slow to import
 
     fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 0.5 * len(ran)), 4.4), squeeze=False, sharey=True)
     for ax, which in zip(axes[0], QUERY_ORDINALS, strict=True):

@@ -6,8 +6,10 @@ import hashlib
 import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from pglab.experiments.temp_shapes.options import TempShapesOptions
 from pglab.experiments.temp_shapes.workload import Config
 
 SHAPES_PART = "shapes"
@@ -211,3 +213,24 @@ def summarize(measured: Measured, reference: str, acceptance_vs_reference: bool)
         median_ms=median, plans=dict(measured.plans), results_equal=not mismatches and expected is not None,
         mismatches=mismatches, acceptance_vs_reference=acceptance_vs_reference,
     )
+
+
+@dataclass
+class TempShapesRun:
+    options: TempShapesOptions
+    out_dir: Path = Path(".")
+    measured: list[Measured] = field(default_factory=list)
+    table_sizes: dict[str, int] = field(default_factory=dict)  # relation -> bytes
+    server: dict[str, Any] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    started: str = ""
+    finished: str = ""
+    wall_s: float = 0.0
+    status: str = "running"
+    error: str | None = None
+    flush_sql: str = "SELECT pg_flush_local_buffers()"  # schema-qualified by session_setup
+
+    @property
+    def version_num(self) -> int:
+        return int(self.server.get("version_num") or 0)

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-
-from pglab.experiments.temp_shapes.analysis import (  # noqa: E402
+from pglab.experiments.temp_shapes.analysis import (
     MIN_RATIO_VS_UNLOGGED,
     ItemSummary,
 )
-from pglab.experiments.temp_shapes.workload import Config  # noqa: E402
+from pglab.experiments.temp_shapes.workload import Config
+from pglab.plotting import plt
 
 
 def _short(summary: ItemSummary, config: Config) -> str:

@@ -11,9 +11,9 @@ from rich.console import Console
 
 from pglab import report_section as rs
 from pglab.experiments.temp_shapes import analysis as an
+from pglab.experiments.temp_shapes.analysis import TempShapesRun
 from pglab.experiments.temp_shapes.options import NAME
 from pglab.experiments.temp_shapes.plots import plot_shapes, plot_tpch
-from pglab.experiments.temp_shapes.runner import TempShapesRun
 from pglab.experiments.temp_shapes.workload import SHAPES, Config
 from pglab.jsonio import write_json
 from pglab.run_report import run_section, server_label, summary_opening

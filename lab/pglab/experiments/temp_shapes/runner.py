@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,10 @@ from rich.progress import Progress, TaskID
 
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
-from pglab.experiments.buffered_plan import _tpch_dir, generate
+from pglab.experiments.buffered_plan.tpch import generate, tpch_dir
 from pglab.experiments.temp_shapes import analysis as an
 from pglab.experiments.temp_shapes import workload as wl
+from pglab.experiments.temp_shapes.analysis import TempShapesRun
 from pglab.experiments.temp_shapes.options import NAME, TempShapesOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
@@ -37,25 +37,6 @@ SERVER_SETTINGS = {
 Conn = psycopg.Connection[Any]
 
 
-@dataclass
-class TempShapesRun:
-    options: TempShapesOptions
-    out_dir: Path = Path(".")
-    measured: list[an.Measured] = field(default_factory=list)
-    table_sizes: dict[str, int] = field(default_factory=dict)  # relation -> bytes
-    server: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
-    started: str = ""
-    finished: str = ""
-    wall_s: float = 0.0
-    status: str = "running"
-    error: str | None = None
-    flush_sql: str = "SELECT pg_flush_local_buffers()"  # schema-qualified by session_setup
-
-    @property
-    def version_num(self) -> int:
-        return int(self.server.get("version_num") or 0)
 
 
 def session_setup(conn: Conn, run: TempShapesRun) -> None:
@@ -153,7 +134,7 @@ def run_shapes(conn: Conn, run: TempShapesRun, shapes: tuple[wl.Shape, ...], pro
 def load_tpch(conn: Conn, run: TempShapesRun, csv_dir: Path) -> None:
     """tpchgen-cli CSVs into permanent tables of the run's schema (the buffered-plan experiment's
     schema and keys), then temporary copies of the dimension tables."""
-    tpch = _tpch_dir()
+    tpch = tpch_dir()
     conn.execute(f"SET search_path = {wl.SCHEMA}")
     conn.execute((tpch / "schema.sql").read_text())
     for table in wl.TPCH_TABLES:
@@ -170,7 +151,7 @@ def load_tpch(conn: Conn, run: TempShapesRun, csv_dir: Path) -> None:
 
 
 def run_tpch(conn: Conn, run: TempShapesRun, progress: Progress, task: TaskID) -> None:
-    queries_dir = _tpch_dir() / "queries"
+    queries_dir = tpch_dir() / "queries"
 
     def prepare(config: wl.Config) -> None:
         conn.execute(wl.search_path(config))
