@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.console import Console
 
-from pglab.cliargs import resolve_out_dir
+from pglab.cliargs import add_target_arguments, check_pg_config, resolve_out_dir
 from pglab.errors import LabError
 from pglab.experiments.buffered_plan.options import BATCH_SIZES, OFF, PLACEMENTS, SEED_QUERY, Options
 from pglab.experiments.buffered_plan.tpch import tpch_dir
@@ -48,12 +48,15 @@ def add_parser(commands: Any) -> None:
                    help="scale factor of the counter runs (cachegrind is ~50x slower; default %(default)s)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="output directory (its parent must exist; default results/buffered-plan)")
-    p.add_argument("--pg-config", type=Path,
-                   help="server to use (default: $PG_CONFIG, else the wheel's PostgreSQL 18); "
-                        "pg_buffered_plan must be installed in it")
+    add_target_arguments(p, ", pg_buffered_plan installed in it; --dsn is refused: the counters "
+                            "run a single-user backend on the cluster's own data directory")
 
 
 def options_from_args(args: argparse.Namespace) -> Options:
+    if args.dsn is not None:
+        raise LabError("buffered-plan needs a throwaway cluster (--pg-config): its counters run a "
+                       "single-user backend on the cluster's data directory, which --dsn cannot give")
+    check_pg_config(args.pg_config)
     queries_dir = tpch_dir() / "queries"
     queries = {"count": SEED_QUERY,
                "q01": (queries_dir / "q01.sql").read_text(),

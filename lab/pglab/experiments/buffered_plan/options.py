@@ -24,7 +24,7 @@ SEED_QUERY = "SELECT count(1) FROM lineitem"
 OFF = ("off", 0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
     out_dir: Path
     pg_config: Path | None
