@@ -29,7 +29,7 @@ INSERT INTO u SELECT g FROM generate_series(1, 226 * 10) g;
 
 -- The article's formula: write_page_cost * dirty + buffer_scan_cost * allocated.
 SELECT abs(pg_temp_flush_cost() -
-           (1.3 * pg_dirtied_local_buffers() + 0.01 * pg_allocated_local_buffers())) < 1e-9
+           (0.66 * pg_dirtied_local_buffers() + 0.01 * pg_allocated_local_buffers())) < 1e-9
        AS default_formula;
 
 SET pg_tempbuf.write_page_cost = 2;

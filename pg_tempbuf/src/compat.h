@@ -62,62 +62,77 @@ typedef RelFileNode TbRelFileId;
 #endif
 
 /*
- * Write one dirty, valid local buffer to its relation file and mark it
- * clean, counting it in pgBufferUsage.local_blks_written (and, from 16,
- * in pg_stat_io) exactly as the local buffer manager does when it evicts.
+ * Writing local buffers (core_copies.c, tb_write_local_run): the most
+ * pages one write takes (md.c's iovec batch), and what changed around it.
+ * From 17 a run of blocks goes out in one vectored write (smgrwritev); 18
+ * brackets a local write with Start/TerminateLocalBufferIO under a pin,
+ * before that the writer clears the dirty bits itself; pg_stat_io counts
+ * it from 16, with its bytes from 18.
  */
-static inline void
-tb_write_local_buffer(BufferDesc *bufHdr)
-{
-#if PG_VERSION_NUM >= 180000
-	Buffer		buffer = BufferDescriptorGetBuffer(bufHdr);
+#define TB_MAX_WRITE_RUN	32
 
-	/* FlushLocalBuffer() wants the buffer pinned by its caller. */
-	ResourceOwnerEnlarge(CurrentResourceOwner);
-	PinLocalBuffer(bufHdr, false);
-	FlushLocalBuffer(bufHdr, NULL);
-	UnpinLocalBuffer(buffer);
-#else
-	/* Mirrors the write in LocalBufferAlloc()/GetLocalVictimBuffer(). */
-	int			bufid = -bufHdr->buf_id - 2;
-	Page		page = (Page) LocalBufferBlockPointers[bufid];
-	SMgrRelation reln = smgropen(TbTagFileId(&bufHdr->tag), TbMyTempBackend);
-	uint32		buf_state;
 #if PG_VERSION_NUM >= 170000
-	instr_time	io_start = pgstat_prepare_io_time(track_io_timing);
+#define TbSmgrWriteRun(reln, fork, blkno, pages, n) \
+	smgrwritev((reln), (fork), (blkno), (pages), (n), false)
+#else
+#define TbSmgrWriteRun(reln, fork, blkno, pages, n) \
+	do { \
+		for (int tb_i_ = 0; tb_i_ < (n); tb_i_++) \
+			smgrwrite((reln), (fork), (blkno) + tb_i_, \
+					  unconstify(void *, (pages)[tb_i_]), false); \
+	} while (0)
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define TbBeginLocalWrite(buf) \
+	do { \
+		ResourceOwnerEnlarge(CurrentResourceOwner); \
+		PinLocalBuffer((buf), false); \
+		if (!StartLocalBufferIO((buf), false, false)) \
+			elog(ERROR, "failed to start write IO on local buffer"); \
+	} while (0)
+#define TbEndLocalWrite(buf) \
+	do { \
+		TerminateLocalBufferIO((buf), true, 0, false); \
+		UnpinLocalBuffer(BufferDescriptorGetBuffer(buf)); \
+	} while (0)
+#else
+#define TbBeginLocalWrite(buf)		((void) 0)
+#define TbEndLocalWrite(buf) \
+	pg_atomic_unlocked_write_u32(&(buf)->state, \
+								 pg_atomic_read_u32(&(buf)->state) & \
+								 ~(BM_DIRTY | BM_JUST_DIRTIED))
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define TbIoStart(start)	((start) = pgstat_prepare_io_time(track_io_timing))
+#define TbCountTempWrites(start, n) \
+	pgstat_count_io_op_time(IOOBJECT_TEMP_RELATION, IOCONTEXT_NORMAL, \
+							IOOP_WRITE, (start), (n), (uint64) (n) * BLCKSZ)
+#elif PG_VERSION_NUM >= 170000
+#define TbIoStart(start)	((start) = pgstat_prepare_io_time(track_io_timing))
+#define TbCountTempWrites(start, n) \
+	pgstat_count_io_op_time(IOOBJECT_TEMP_RELATION, IOCONTEXT_NORMAL, \
+							IOOP_WRITE, (start), (n))
 #elif PG_VERSION_NUM >= 160000
-	instr_time	io_start = pgstat_prepare_io_time();
+#define TbIoStart(start)	((start) = pgstat_prepare_io_time())
+#define TbCountTempWrites(start, n) \
+	pgstat_count_io_op_time(IOOBJECT_TEMP_RELATION, IOCONTEXT_NORMAL, \
+							IOOP_WRITE, (start), (n))
+#else
+#define TbIoStart(start)	INSTR_TIME_SET_ZERO(start)
+#define TbCountTempWrites(start, n) ((void) (start))
 #endif
-
-	PageSetChecksumInplace(page, bufHdr->tag.blockNum);
-	smgrwrite(reln, TbTagForkNum(&bufHdr->tag), bufHdr->tag.blockNum,
-			  page, false);
-#if PG_VERSION_NUM >= 160000
-	pgstat_count_io_op_time(IOOBJECT_TEMP_RELATION, IOCONTEXT_NORMAL,
-							IOOP_WRITE, io_start, 1);
-#endif
-
-	buf_state = pg_atomic_read_u32(&bufHdr->state);
-	buf_state &= ~(BM_DIRTY | BM_JUST_DIRTIED);
-	pg_atomic_unlocked_write_u32(&bufHdr->state, buf_state);
-
-	pgBufferUsage.local_blks_written++;
-#endif
-}
 
 /*
  * Header sanity plus checksum (when the cluster has checksums) of a page
  * read into private memory; silent, since a failure is retried.
  */
-static inline bool
-tb_page_is_verified(Page page, BlockNumber blkno)
-{
 #if PG_VERSION_NUM >= 180000
-	return PageIsVerified(page, blkno, 0, NULL);
+#define tb_page_is_verified(page, blkno)	PageIsVerified((page), (blkno), 0, NULL)
 #else
-	return PageIsVerifiedExtended(page, blkno, 0);
+#define tb_page_is_verified(page, blkno)	PageIsVerifiedExtended((page), (blkno), 0)
 #endif
-}
 
 /*
  * Custom scans choose their scan slot type from 16 on; before that the

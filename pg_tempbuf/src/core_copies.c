@@ -16,9 +16,11 @@
 #include "access/multixact.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "utils/combocid.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "pg_tempbuf.h"
@@ -132,4 +134,41 @@ tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot)
 								   false, snapshot);
 	return !deleter_is_visible(tuple, HeapTupleHeaderGetRawXmax(tuple),
 							   (infomask & HEAP_XMAX_COMMITTED) != 0, snapshot);
+}
+
+
+/*
+ * Derived from the local buffer write of FlushLocalBuffer(), src/backend/
+ * storage/buffer/localbuf.c, PostgreSQL 18 (GetLocalVictimBuffer() in 16
+ * and 17, LocalBufferAlloc() in 15: the same write with the bookkeeping
+ * of each version, in compat.h).  Changed: takes n dirty, valid buffers
+ * holding consecutive blocks of one fork of one relation, first block
+ * first, and writes them with one vectored write where the server has one
+ * (17+); core writes one buffer, when it evicts it.  Marks them clean and
+ * counts them in pgBufferUsage.local_blks_written and pg_stat_io as core
+ * does.
+ */
+void
+tb_write_local_run(BufferDesc **bufs, int n)
+{
+	SMgrRelation reln = smgropen(TbTagFileId(&bufs[0]->tag), TbMyTempBackend);
+	const void *pages[TB_MAX_WRITE_RUN];
+	instr_time	io_start;
+
+	Assert(n > 0 && n <= TB_MAX_WRITE_RUN);
+	for (int i = 0; i < n; i++)
+	{
+		pages[i] = LocalBufferBlockPointers[-bufs[i]->buf_id - 2];
+		TbBeginLocalWrite(bufs[i]);
+		PageSetChecksumInplace((Page) pages[i], bufs[i]->tag.blockNum);
+	}
+
+	TbIoStart(io_start);
+	TbSmgrWriteRun(reln, TbTagForkNum(&bufs[0]->tag), bufs[0]->tag.blockNum,
+				   pages, n);
+	TbCountTempWrites(io_start, n);
+
+	for (int i = 0; i < n; i++)
+		TbEndLocalWrite(bufs[i]);
+	pgBufferUsage.local_blks_written += n;
 }

@@ -48,30 +48,93 @@ tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 	}
 }
 
-/*
- * Write every dirty page in scope; returns the number written.  A second
- * call finds nothing to write: that is the article's "dry run", the cost of
- * scanning the pool alone.
- */
-int64
-tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork)
+/* Order local buffer ids by relation file, fork, then block. */
+static int
+compare_buffer_tags(const void *a, const void *b)
 {
-	int64		written = 0;
+	BufferTag  *ta = &GetLocalBufferDescriptor(*(const int *) a)->tag;
+	BufferTag  *tb = &GetLocalBufferDescriptor(*(const int *) b)->tag;
+
+	if (TbTagRelNumber(ta) != TbTagRelNumber(tb))
+		return TbTagRelNumber(ta) < TbTagRelNumber(tb) ? -1 : 1;
+	if (TbTagSpcOid(ta) != TbTagSpcOid(tb))
+		return TbTagSpcOid(ta) < TbTagSpcOid(tb) ? -1 : 1;
+	if (TbTagDbOid(ta) != TbTagDbOid(tb))
+		return TbTagDbOid(ta) < TbTagDbOid(tb) ? -1 : 1;
+	if (TbTagForkNum(ta) != TbTagForkNum(tb))
+		return TbTagForkNum(ta) < TbTagForkNum(tb) ? -1 : 1;
+	return (ta->blockNum > tb->blockNum) - (ta->blockNum < tb->blockNum);
+}
+
+/*
+ * Write the buffers ids[0..n-1], sorted by compare_buffer_tags, grouping
+ * runs of consecutive blocks of one fork into one write each.
+ */
+static void
+write_sorted_buffers(const int *ids, int n)
+{
+	BufferDesc *run[TB_MAX_WRITE_RUN];
+	int			nrun = 0;
+	TbRelFileId run_file;
+
+	for (int i = 0; i < n; i++)
+	{
+		BufferDesc *bufHdr = GetLocalBufferDescriptor(ids[i]);
+
+		if (nrun > 0 &&
+			(nrun == TB_MAX_WRITE_RUN ||
+			 bufHdr->tag.blockNum != run[nrun - 1]->tag.blockNum + 1 ||
+			 TbTagForkNum(&bufHdr->tag) != TbTagForkNum(&run[0]->tag) ||
+			 !TbTagMatchesFileId(&bufHdr->tag, run_file)))
+		{
+			CHECK_FOR_INTERRUPTS();
+			tb_write_local_run(run, nrun);
+			nrun = 0;
+		}
+		if (nrun == 0)
+			run_file = TbTagFileId(&bufHdr->tag);
+		run[nrun++] = bufHdr;
+	}
+	if (nrun > 0)
+		tb_write_local_run(run, nrun);
+}
+
+/* Ids of the valid, dirty buffers in scope, sorted; *n gets their number. */
+static int *
+sorted_dirty_buffers(const TbRelFileId *only, ForkNumber fork, int *n)
+{
+	int		   *ids = palloc(sizeof(int) * Max(NLocBuffer, 1));
+	int			ndirty = 0;
 
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
 		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
 
-		if ((buf_state & (BM_VALID | BM_DIRTY)) != (BM_VALID | BM_DIRTY) ||
-			!in_scope(bufHdr, only, fork))
-			continue;
-
-		CHECK_FOR_INTERRUPTS();
-		tb_write_local_buffer(bufHdr);
-		written++;
+		if ((buf_state & (BM_VALID | BM_DIRTY)) == (BM_VALID | BM_DIRTY) &&
+			in_scope(bufHdr, only, fork))
+			ids[ndirty++] = i;
 	}
-	return written;
+	qsort(ids, ndirty, sizeof(int), compare_buffer_tags);
+	*n = ndirty;
+	return ids;
+}
+
+/*
+ * Write every dirty page in scope, in file order so that runs of adjacent
+ * blocks go out in one write; returns the number written.  A second call
+ * finds nothing to write: that is the article's "dry run", the cost of
+ * scanning the pool alone.
+ */
+int64
+tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork)
+{
+	int			ndirty;
+	int		   *dirty = sorted_dirty_buffers(only, fork, &ndirty);
+
+	write_sorted_buffers(dirty, ndirty);
+	pfree(dirty);
+	return ndirty;
 }
 
 /*

@@ -87,5 +87,6 @@ extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage);
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
+extern void tb_write_local_run(BufferDesc **bufs, int n);
 
 #endif							/* PG_TEMPBUF_H */
