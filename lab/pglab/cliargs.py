@@ -6,7 +6,11 @@ import argparse
 import re
 from pathlib import Path
 
+import psycopg
+
+from pglab.cluster import NO_IMPLICIT_PREPARE
 from pglab.errors import LabError
+from pglab.pgconfig import PgInstall
 
 
 def positive_int(text: str) -> int:
@@ -100,9 +104,25 @@ def prepare_out_dir(out: Path, defaulted: bool) -> Path:
     return out
 
 
-def resolve_out_dir(out: Path | None, default: Path) -> Path:
-    """--out as given (its parent must exist), else `default`, created with its parents."""
+def server_major(pg_config: Path | None, dsn: str | None) -> int:
+    """The major version of the server an experiment will measure: --dsn's, asked over a
+    connection, else --pg-config's (default $PG_CONFIG, else the wheel's)."""
+    if dsn is None:
+        return PgInstall.from_pg_config(pg_config).version_num // 10000
+    try:
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=NO_IMPLICIT_PREPARE) as conn:
+            row = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()
+    except psycopg.Error as exc:
+        raise LabError(f"cannot connect to --dsn {dsn!r}: {str(exc).splitlines()[0]}") from exc
+    assert row is not None
+    return int(row[0]) // 10000
+
+
+def resolve_out_dir(out: Path | None, experiment: str, pg_config: Path | None, dsn: str | None) -> Path:
+    """--out as given (its parent must exist), else default_out_dir(experiment, the server's
+    major), created with its parents: the rule every experiment follows, whether it knows the
+    server before it starts (here) or once connected (default_out_dir)."""
     if out is not None:
         check_out_dir(out)
         return out
-    return prepare_out_dir(default, defaulted=True)
+    return prepare_out_dir(default_out_dir(experiment, server_major(pg_config, dsn)), defaulted=True)

@@ -47,7 +47,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--counter-scale", type=float, default=0.01,
                    help="scale factor of the counter runs (cachegrind is ~50x slower; default %(default)s)")
     p.add_argument("--out", type=Path, metavar="DIR",
-                   help="output directory (its parent must exist; default results/buffered-plan)")
+                   help="output directory (its parent must exist; default results/buffered-plan-pg<major>)")
     add_target_arguments(p, ", pg_buffered_plan installed in it; --dsn is refused: the counters "
                             "run a single-user backend on the cluster's own data directory")
 
@@ -64,7 +64,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
     if args.all_queries:
         for path in sorted(queries_dir.glob("q*.sql")):
             queries.setdefault(path.stem, path.read_text())
-    out_dir = resolve_out_dir(args.out, Path("results/buffered-plan"))
+    out_dir = resolve_out_dir(args.out, NAME, args.pg_config, None)
     repeats = args.repeats or (3 if args.quick else 5)
     if repeats < 1:
         raise LabError("--repeats must be at least 1")

@@ -14,7 +14,6 @@ from pglab.experiments.flush_cost import options as flush_options
 from pglab.experiments.flush_cost.options import EvictMode, FlushCostOptions
 
 NAME = "flush-cost"
-DEFAULT_OUT = Path("results/flush-cost")
 
 
 def size_list(text: str) -> tuple[int, ...]:
@@ -53,7 +52,8 @@ def add_parser(commands: Any) -> None:
                        help=f"small grid for a demo: sizes {','.join(map(str, flush_options.QUICK_SIZES))}, "
                             f"{flush_options.QUICK_ITERATIONS} iterations (explicit --sizes/--iterations win)")
     flush.add_argument("--out", type=Path, metavar="DIR",
-                       help="output directory, created if missing (its parent must exist; default results/flush-cost)")
+                       help="output directory, created if missing (its parent must exist; "
+                            "default results/flush-cost-pg<major>)")
     flush.add_argument("--evict", type=EvictMode, choices=list(EvictMode), default=EvictMode.FUNCTION,
                        help="function: pg_evict_local_buffers(table); displacer: the article's way, fill "
                             "the pool with a scratch table, flush and drop it (default %(default)s)")
@@ -76,7 +76,7 @@ def options_from(args: argparse.Namespace) -> FlushCostOptions:
     if args.tablespace_dir is not None and not args.tablespace_dir.is_dir():
         raise LabError(f"--tablespace-dir {args.tablespace_dir} is not an existing directory")
     check_pg_config(args.pg_config)
-    out_dir = resolve_out_dir(args.out, DEFAULT_OUT)
+    out_dir = resolve_out_dir(args.out, NAME, args.pg_config, args.dsn)
     sizes = args.sizes or (flush_options.QUICK_SIZES if args.quick else flush_options.ARTICLE_SIZES)
     iterations = args.iterations or (
         flush_options.QUICK_ITERATIONS if args.quick else flush_options.DEFAULT_ITERATIONS

@@ -20,7 +20,6 @@ from pglab.experiments.parallel_temp import options as opt
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 
 NAME = "parallel-temp"
-DEFAULT_OUT = Path("results/parallel-temp")
 
 
 def add_parser(commands: Any) -> None:
@@ -56,7 +55,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-sessions", dest="sessions", action="store_false",
                         help="skip the real-session cases of the decision experiment")
     parser.add_argument("--out", type=Path, metavar="DIR",
-                        help=f"output directory, created if missing (its parent must exist; default {DEFAULT_OUT})")
+                        help=f"output directory, created if missing (its parent must exist; "
+                             f"default results/{NAME}-pg<major>)")
     add_target_arguments(parser, ", pg_tempbuf installed in it")
     parser.add_argument("--checksums", action=argparse.BooleanOptionalAction, default=None,
                         help="data checksums of the throwaway cluster (default: initdb's default)")
@@ -70,7 +70,7 @@ def options_from(args: argparse.Namespace) -> ParallelTempOptions:
         workers=args.workers or opt.default_workers(),
         repetitions=args.repetitions or (opt.QUICK_REPETITIONS if args.quick else opt.DEFAULT_REPETITIONS),
         temp_buffers=args.temp_buffers,
-        out_dir=resolve_out_dir(args.out, DEFAULT_OUT),
+        out_dir=resolve_out_dir(args.out, NAME, args.pg_config, args.dsn),
         pg_config=args.pg_config,
         dsn=args.dsn,
         checksums=args.checksums,
