@@ -112,6 +112,12 @@ SELECT pg_flush_local_buffers() >= 0 AS flushed;
 SELECT plan_summary('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
 SELECT * FROM both_ways('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
 SELECT workers_launched('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
+-- The same with the values' toast pages still dirty in local buffers: the
+-- leader flushes the toast relation before any worker starts.
+INSERT INTO notes
+  SELECT g, (SELECT string_agg(md5(i::text || g::text), '') FROM generate_series(1, 100) i)
+    FROM generate_series(41, 60) g;
+SELECT * FROM both_ways('SELECT count(*), max(md5(n.body)) FROM big b JOIN notes n USING (k)');
 
 -- Rescans: the inner side of a nested loop, and a correlated subquery.
 SET enable_hashjoin = off;

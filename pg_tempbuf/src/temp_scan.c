@@ -375,6 +375,9 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	ts->page = palloc(BLCKSZ);
 	ts->scratch = palloc(BLCKSZ);
 	ts->page_block = InvalidBlockNumber;
+	/* Before the flush: it decides whether the toast relation goes too. */
+	if (ts->toast_sensitive)
+		find_toast_attrs(ts);
 
 	/*
 	 * A full scan has no shared state to set up before workers start, so
@@ -384,8 +387,6 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!ts->partial && !IsParallelWorker() &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 		flush_table(ts);
-	if (ts->toast_sensitive)
-		find_toast_attrs(ts);
 }
 
 /* Does the table's toast relation hold anything a worker might fetch? */
