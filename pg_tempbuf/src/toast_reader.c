@@ -197,37 +197,56 @@ tb_toast_reader_relid(TbToastReader *reader)
 }
 
 /*
- * Dirty local pages a private toast read needs flushed first: the toast
- * relation's and its indexes' main forks.  0 without a toast relation.
+ * What a private toast read needs on disk: the main forks of rel's toast
+ * relation and of its indexes, as a list of palloc'd file ids (NIL without
+ * a toast relation).
  */
-int
-tb_toast_dirty_pages(Relation rel)
+static List *
+toast_files(Relation rel)
 {
 	Relation	toastrel;
-	TbLocalBufferCounts counts;
-	TbRelFileId file;
 	List	   *indexes;
+	List	   *files;
 	ListCell   *lc;
-	int			dirty;
+	TbRelFileId *file;
 
 	if (!OidIsValid(rel->rd_rel->reltoastrelid))
-		return 0;
+		return NIL;
 	toastrel = table_open(rel->rd_rel->reltoastrelid, AccessShareLock);
-	file = TbRelationFileId(toastrel);
-	tb_count_local_buffers(&file, MAIN_FORKNUM, &counts);
-	dirty = counts.dirty;
+	file = palloc(sizeof(TbRelFileId));
+	*file = TbRelationFileId(toastrel);
+	files = list_make1(file);
 	indexes = RelationGetIndexList(toastrel);
 	foreach(lc, indexes)
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
 
-		file = TbRelationFileId(index);
-		tb_count_local_buffers(&file, MAIN_FORKNUM, &counts);
-		dirty += counts.dirty;
+		file = palloc(sizeof(TbRelFileId));
+		*file = TbRelationFileId(index);
+		files = lappend(files, file);
 		index_close(index, AccessShareLock);
 	}
 	list_free(indexes);
 	table_close(toastrel, AccessShareLock);
+	return files;
+}
+
+/* Dirty local pages a private toast read needs flushed first. */
+int
+tb_toast_dirty_pages(Relation rel)
+{
+	List	   *files = toast_files(rel);
+	ListCell   *lc;
+	int			dirty = 0;
+
+	foreach(lc, files)
+	{
+		TbLocalBufferCounts counts;
+
+		tb_count_local_buffers(lfirst(lc), MAIN_FORKNUM, &counts);
+		dirty += counts.dirty;
+	}
+	list_free_deep(files);
 	return dirty;
 }
 
@@ -235,28 +254,13 @@ tb_toast_dirty_pages(Relation rel)
 int64
 tb_toast_flush(Relation rel)
 {
-	Relation	toastrel;
-	TbRelFileId file;
-	List	   *indexes;
+	List	   *files = toast_files(rel);
 	ListCell   *lc;
-	int64		written;
+	int64		written = 0;
 
-	if (!OidIsValid(rel->rd_rel->reltoastrelid))
-		return 0;
-	toastrel = table_open(rel->rd_rel->reltoastrelid, AccessShareLock);
-	file = TbRelationFileId(toastrel);
-	written = tb_flush_local_buffers(&file, MAIN_FORKNUM);
-	indexes = RelationGetIndexList(toastrel);
-	foreach(lc, indexes)
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-
-		file = TbRelationFileId(index);
-		written += tb_flush_local_buffers(&file, MAIN_FORKNUM);
-		index_close(index, AccessShareLock);
-	}
-	list_free(indexes);
-	table_close(toastrel, AccessShareLock);
+	foreach(lc, files)
+		written += tb_flush_local_buffers(lfirst(lc), MAIN_FORKNUM);
+	list_free_deep(files);
 	return written;
 }
 
