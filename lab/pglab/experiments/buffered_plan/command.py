@@ -52,7 +52,7 @@ def add_parser(commands: Any) -> None:
                             "run a single-user backend on the cluster's own data directory")
 
 
-def options_from_args(args: argparse.Namespace) -> Options:
+def options_from(args: argparse.Namespace) -> Options:
     if args.dsn is not None:
         raise LabError("buffered-plan needs a throwaway cluster (--pg-config): its counters run a "
                        "single-user backend on the cluster's data directory, which --dsn cannot give")
@@ -80,7 +80,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
 
 def command(args: argparse.Namespace) -> int:
-    options = options_from_args(args)
+    options = options_from(args)
     # Imported here: matplotlib and numpy take a while, and option errors should not wait.
     from pglab.experiments.buffered_plan.report import report
     from pglab.experiments.buffered_plan.runner import run_experiment
