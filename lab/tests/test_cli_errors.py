@@ -45,6 +45,24 @@ def test_out_dir_parent_must_exist() -> None:
     _assert_one_line_error(_pglab("flush-cost", "--out", "/nonexistent/parent/out"), "does not exist")
 
 
+def test_buffered_plan_refuses_a_dsn(tmp_path: Path) -> None:
+    _assert_one_line_error(_pglab("buffered-plan", "--dsn", "host=/nonexistent", "--out", str(tmp_path / "o")),
+                           "needs a throwaway cluster")
+
+
+def test_default_out_dir_names_the_server_major(pg_config_path: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every experiment's default folder is results/<experiment>-pg<major>, created on demand."""
+    from pglab.cliargs import resolve_out_dir
+    from pglab.pgconfig import PgInstall
+
+    monkeypatch.chdir(tmp_path)
+    major = PgInstall.from_pg_config(pg_config_path).version_num // 10000
+    out = resolve_out_dir(None, "flush-cost", Path(pg_config_path), None)
+    assert out == Path(f"results/flush-cost-pg{major}") and out.is_dir()
+    assert resolve_out_dir(tmp_path / "mine", "flush-cost", Path(pg_config_path), None) == tmp_path / "mine"
+
+
 def test_cluster_exec_needs_a_command() -> None:
     _assert_one_line_error(_pglab("cluster-exec"), "needs a command")
 
