@@ -126,6 +126,7 @@ typedef struct TempScanState
 	int			nlate_attrs;
 	ExprState  *qual;
 	bool		fetch_toast;	/* participants fetch out-of-line values */
+	bool		toast_decided;	/* fetch_toast is set for this execution */
 	TbToastReader *toast;		/* this participant's reader, or NULL */
 	Datum	   *values;
 	bool	   *isnull;
@@ -433,6 +434,7 @@ flush_table(TempScanState *ts)
 	if (ts->flushed)
 		return;
 	ts->fetch_toast = wants_toast_reader(ts);
+	ts->toast_decided = true;
 	INSTR_TIME_SET_CURRENT(start);
 	ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
 	if (ts->fetch_toast)
@@ -458,8 +460,12 @@ temp_scan_prepare(TempScanState *ts)
 
 	if (!IsParallelWorker())
 		flush_table(ts);
-	else
+	else if (!ts->toast_decided)
+	{
+		/* Parallel mode cannot write: once per worker is enough, rescans too. */
 		ts->fetch_toast = wants_toast_reader(ts);
+		ts->toast_decided = true;
+	}
 
 	ts->nblocks = RelationGetNumberOfBlocks(rel);
 
