@@ -66,6 +66,15 @@ compare_buffer_tags(const void *a, const void *b)
 	return (ta->blockNum > tb->blockNum) - (ta->blockNum < tb->blockNum);
 }
 
+static int
+compare_resident_pages(const void *a, const void *b)
+{
+	BlockNumber ba = ((const TbResidentPage *) a)->blkno;
+	BlockNumber bb = ((const TbResidentPage *) b)->blkno;
+
+	return (ba > bb) - (ba < bb);
+}
+
 /*
  * Write the buffers ids[0..n-1], sorted by compare_buffer_tags, grouping
  * runs of consecutive blocks of one fork into one write each.
@@ -118,6 +127,80 @@ sorted_dirty_buffers(const TbRelFileId *only, ForkNumber fork, int *n)
 	qsort(ids, ndirty, sizeof(int), compare_buffer_tags);
 	*n = ndirty;
 	return ids;
+}
+
+/*
+ * A flush done one run at a time, so that a scan can let workers read
+ * what is written while the rest is still going out (temp_scan.c).
+ */
+void
+tb_flush_cursor_open(TbFlushCursor *cursor, TbRelFileId file, ForkNumber fork)
+{
+	int		   *ids = sorted_dirty_buffers(&file, fork, &cursor->ndirty);
+
+	cursor->file = file;
+	cursor->fork = fork;
+	cursor->blocks = palloc(sizeof(BlockNumber) * Max(cursor->ndirty, 1));
+	for (int i = 0; i < cursor->ndirty; i++)
+		cursor->blocks[i] = GetLocalBufferDescriptor(ids[i])->tag.blockNum;
+	cursor->ids = ids;
+	cursor->next = 0;
+	cursor->written = 0;
+}
+
+/* The lowest block still to write, or InvalidBlockNumber when none is. */
+BlockNumber
+tb_flush_cursor_next_block(TbFlushCursor *cursor)
+{
+	return cursor->next < cursor->ndirty ? cursor->blocks[cursor->next] :
+		InvalidBlockNumber;
+}
+
+/*
+ * Write the next run of adjacent dirty blocks below limit; returns false
+ * when there is none left.  A buffer that no longer holds its page dirty
+ * was written by an eviction meanwhile: the file has that page already.
+ */
+bool
+tb_flush_cursor_write_run(TbFlushCursor *cursor, BlockNumber limit)
+{
+	BufferDesc *run[TB_MAX_WRITE_RUN];
+	int			nrun = 0;
+
+	while (cursor->next < cursor->ndirty && cursor->blocks[cursor->next] < limit)
+	{
+		BufferDesc *bufHdr = GetLocalBufferDescriptor(cursor->ids[cursor->next]);
+		BlockNumber blkno = cursor->blocks[cursor->next];
+		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+
+		if (nrun > 0 &&
+			(nrun == TB_MAX_WRITE_RUN || blkno != run[nrun - 1]->tag.blockNum + 1))
+			break;
+		cursor->next++;
+		if ((buf_state & (BM_VALID | BM_DIRTY)) != (BM_VALID | BM_DIRTY) ||
+			!in_scope(bufHdr, &cursor->file, cursor->fork) ||
+			bufHdr->tag.blockNum != blkno)
+		{
+			if (nrun > 0)
+				break;
+			continue;
+		}
+		run[nrun++] = bufHdr;
+	}
+	if (nrun == 0)
+		return cursor->next < cursor->ndirty && cursor->blocks[cursor->next] < limit;
+	tb_write_local_run(run, nrun);
+	cursor->written += nrun;
+	return true;
+}
+
+void
+tb_flush_cursor_close(TbFlushCursor *cursor)
+{
+	pfree(cursor->ids);
+	pfree(cursor->blocks);
+	cursor->ids = NULL;
+	cursor->blocks = NULL;
 }
 
 /*
@@ -219,4 +302,60 @@ tb_resident_blocks(TbRelFileId file, ForkNumber fork, int *nblocks)
 	}
 	*nblocks = n;
 	return blocks;
+}
+
+/*
+ * The local buffers that hold pages of one fork of a relation now, sorted
+ * by block, for tb_copy_resident_page().
+ */
+TbResidentPage *
+tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
+{
+	TbResidentPage *pages = palloc(sizeof(TbResidentPage) * Max(NLocBuffer, 1));
+	int			n = 0;
+
+	for (int i = 0; i < NLocBuffer; i++)
+	{
+		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
+		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+
+		if ((buf_state & BM_VALID) && in_scope(bufHdr, &file, fork))
+		{
+			pages[n].blkno = bufHdr->tag.blockNum;
+			pages[n].buf_id = i;
+			n++;
+		}
+	}
+	qsort(pages, n, sizeof(TbResidentPage), compare_resident_pages);
+	*npages = n;
+	return pages;
+}
+
+/*
+ * Copy block blkno from the local buffer that held it when pages[] was
+ * taken, if it still does; false sends the caller to the file.  The
+ * buffer is the newest image of the page, clean or dirty, so the copy is
+ * what this backend's own scan would see.
+ */
+bool
+tb_copy_resident_page(const TbResidentPage *pages, int npages,
+					  TbRelFileId file, ForkNumber fork, BlockNumber blkno,
+					  char *page)
+{
+	TbResidentPage key = {blkno, 0};
+	const TbResidentPage *found;
+	BufferDesc *bufHdr;
+
+	if (npages == 0)
+		return false;
+	found = bsearch(&key, pages, npages, sizeof(TbResidentPage),
+					compare_resident_pages);
+	if (found == NULL)
+		return false;
+	bufHdr = GetLocalBufferDescriptor(found->buf_id);
+	if (!(pg_atomic_read_u32(&bufHdr->state) & BM_VALID) ||
+		!in_scope(bufHdr, &file, fork) || bufHdr->tag.blockNum != blkno)
+		return false;
+	memcpy(page, LocalBufferBlockPointers[found->buf_id], BLCKSZ);
+	return true;
 }

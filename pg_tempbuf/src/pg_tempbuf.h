@@ -42,6 +42,37 @@ extern int64 tb_evict_local_buffers(Relation rel);
 extern BlockNumber *tb_resident_blocks(TbRelFileId file, ForkNumber fork,
 									   int *nblocks);
 
+/* One relation's dirty pages, written a run at a time, in file order. */
+typedef struct TbFlushCursor
+{
+	TbRelFileId file;
+	ForkNumber	fork;
+	int		   *ids;			/* buffer ids, sorted by block */
+	BlockNumber *blocks;		/* the block each held when collected */
+	int			ndirty;
+	int			next;
+	int64		written;
+} TbFlushCursor;
+
+extern void tb_flush_cursor_open(TbFlushCursor *cursor, TbRelFileId file,
+								 ForkNumber fork);
+extern BlockNumber tb_flush_cursor_next_block(TbFlushCursor *cursor);
+extern bool tb_flush_cursor_write_run(TbFlushCursor *cursor, BlockNumber limit);
+extern void tb_flush_cursor_close(TbFlushCursor *cursor);
+
+/* A page of a relation held in a local buffer. */
+typedef struct TbResidentPage
+{
+	BlockNumber blkno;
+	int			buf_id;
+} TbResidentPage;
+
+extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
+										 int *npages);
+extern bool tb_copy_resident_page(const TbResidentPage *pages, int npages,
+								  TbRelFileId file, ForkNumber fork,
+								  BlockNumber blkno, char *page);
+
 /* flush_cost.c */
 extern double tb_flush_cost(Relation rel, int *dirty_pages);
 
@@ -66,6 +97,21 @@ extern struct varlena *tb_toast_fetch(TbToastReader *reader,
  * Scan)" in EXPLAIN, with core's "Parallel" in front when partial
  */
 #define TB_TEMP_SCAN_NAME "Temp Seq Scan"
+
+/*
+ * How the leader of a partial scan gets the table's dirty pages to the
+ * workers: all before they start; in its first call, workers reading
+ * behind it; or, where the nodes above the scan drain it before anything
+ * else happens in the leader, a run at a time as workers need them, the
+ * leader reading the rest from its own buffers without writing them.
+ */
+typedef enum TbFlushMode
+{
+	TB_FLUSH_UPFRONT,
+	TB_FLUSH_PIPELINED,
+	TB_FLUSH_INTERLEAVED
+} TbFlushMode;
+
 extern void tb_register_temp_scan(void);
 extern bool tb_is_temp_scan(Plan *plan);
 extern bool tb_toast_has_data(Relation rel);
@@ -75,6 +121,7 @@ extern List *tb_temp_scan_private(bool partial, bool toast_sensitive,
 								  int est_dirty_pages, double est_flush_cost);
 extern bool tb_temp_scan_is_partial(CustomScan *cscan);
 extern void tb_temp_scan_mark_read_elsewhere(CustomScan *cscan);
+extern void tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
 

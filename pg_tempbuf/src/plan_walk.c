@@ -42,6 +42,7 @@ typedef struct PlanScans
 {
 	List	   *rtable;
 	List	   *scans;			/* ScanRef *, every scan of a plain relation */
+	List	   *gathers;		/* Gather and Gather Merge nodes */
 } PlanScans;
 
 static void collect_scans(Plan **link, PlanScans *found);
@@ -96,6 +97,9 @@ collect_scans(Plan **link, PlanScans *found)
 			found->scans = lappend(found->scans, ref);
 		}
 	}
+
+	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+		found->gathers = lappend(found->gathers, plan);
 
 	collect_scans(&plan->lefttree, found);
 	collect_scans(&plan->righttree, found);
@@ -177,6 +181,55 @@ seq_scan_from_full_scan(CustomScan *cscan)
 }
 
 /*
+ * How far may the leader of a partial scan under this Gather overlap its
+ * flush with the workers' reads (see TbFlushMode)?  Workers wait on that
+ * flush, so the leader must get to it before anything else can make it
+ * wait for them: the scan must be the first thing the leader's part of
+ * the plan reads.  Nodes that drain their input before returning a row
+ * let the leader scan dirty pages itself between runs; others need the
+ * whole flush done in the leader's first call.
+ */
+static void
+set_flush_mode(Plan *gather)
+{
+	Plan	   *plan = gather->lefttree;
+	bool		drained = false;
+
+	if (IsA(gather, Gather) && ((Gather *) gather)->single_copy)
+		return;
+	for (;;)
+	{
+		switch (nodeTag(plan))
+		{
+			case T_Agg:
+				if (((Agg *) plan)->aggstrategy == AGG_PLAIN ||
+					((Agg *) plan)->aggstrategy == AGG_HASHED)
+					drained = true;
+				break;
+			case T_Sort:
+				drained = true;
+				break;
+			case T_Result:
+				if (((Result *) plan)->resconstantqual != NULL)
+					return;
+				break;
+			case T_CustomScan:
+				if (tb_is_temp_scan(plan) &&
+					tb_temp_scan_is_partial((CustomScan *) plan))
+					tb_temp_scan_set_flush_mode((CustomScan *) plan,
+												drained ? TB_FLUSH_INTERLEAVED :
+												TB_FLUSH_PIPELINED);
+				return;
+			default:
+				return;
+		}
+		plan = plan->lefttree;
+		if (plan == NULL)
+			return;
+	}
+}
+
+/*
  * Settle how the plan reads each temporary table that our scans read (see
  * the file header).  Returns the table to plan again without our paths,
  * or InvalidOid when the plan is final.
@@ -184,7 +237,7 @@ seq_scan_from_full_scan(CustomScan *cscan)
 Oid
 tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 {
-	PlanScans	found = {stmt->rtable, NIL};
+	PlanScans	found = {stmt->rtable, NIL, NIL};
 	List	   *our_relids = NIL;
 	List	   *partial_only_conflicts = NIL;
 	ListCell   *lc;
@@ -255,5 +308,7 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 			list_member_oid(partial_only_conflicts, ref->relid))
 			tb_temp_scan_mark_read_elsewhere((CustomScan *) *ref->link);
 	}
+	foreach(lc, found.gathers)
+		set_flush_mode(lfirst(lc));
 	return InvalidOid;
 }

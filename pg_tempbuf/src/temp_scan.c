@@ -56,6 +56,8 @@
 #include "port/atomics.h"
 #include "portability/instr_time.h"
 #include "storage/bufmgr.h"
+#include "storage/condition_variable.h"
+#include "utils/wait_event.h"
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
@@ -69,8 +71,23 @@ enum
 	TSP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TSP_EST_FLUSH_COST,
 	TSP_PARTIAL,				/* participants share the blocks */
+	TSP_FLUSH_MODE,				/* the most the plan lets the leader overlap */
 	TSP_NUM_MEMBERS
 };
+
+static const char *const flush_mode_names[] = {
+	[TB_FLUSH_UPFRONT] = "upfront",
+	[TB_FLUSH_PIPELINED] = "pipelined",
+	[TB_FLUSH_INTERLEAVED] = "interleaved",
+};
+
+/* Workers may read every block: no flush is under way. */
+#define ALL_READABLE	((uint32) 0xFFFFFFFF)
+
+/* The blocks not yet handed out: [low, high), packed for one atomic word. */
+#define RANGE(low, high)	(((uint64) (high) << 32) | (uint64) (low))
+#define RANGE_LOW(r)		((BlockNumber) ((r) & 0xFFFFFFFF))
+#define RANGE_HIGH(r)		((BlockNumber) ((r) >> 32))
 
 /* What each participant did, for EXPLAIN ANALYZE. */
 typedef struct TempScanCounters
@@ -79,16 +96,37 @@ typedef struct TempScanCounters
 	uint64		rereads;
 	uint64		toast_values;	/* out-of-line values fetched privately */
 	uint64		toast_pages;	/* toast heap and index pages read for them */
+	uint64		buffer_pages;	/* of pages, those the leader copied from its buffers */
+	uint64		waits;			/* times a worker waited for the flush */
 } TempScanCounters;
 
 /* Shared state in the parallel query's DSM segment. */
 typedef struct TempScanShared
 {
 	BlockNumber nblocks;		/* the table's length when the leader flushed */
-	BlockNumber chunk;			/* blocks taken from next_block at a time */
+	BlockNumber chunk;			/* blocks taken from range at a time */
 	bool		leader_only;
 	bool		toast_private;	/* participants fetch out-of-line values */
-	pg_atomic_uint64 next_block;
+	TbFlushMode flush_mode;
+
+	/*
+	 * Blocks not handed out yet.  Everybody takes chunks from the low end;
+	 * in interleaved mode the leader also takes them from the high end,
+	 * where it reads dirty pages from its own buffers instead of writing
+	 * them.
+	 */
+	pg_atomic_uint64 range;
+
+	/*
+	 * While the leader flushes, every block below this one is on disk in
+	 * its newest image (ALL_READABLE once the flush is over); workers wait
+	 * on flush_progress for the rest.  leader_gone lets them stop should
+	 * the leader end its part without finishing the flush.
+	 */
+	pg_atomic_uint32 readable_below;
+	pg_atomic_uint32 leader_gone;
+	ConditionVariable flush_progress;
+
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
 	TempScanCounters counters[FLEXIBLE_ARRAY_MEMBER];
@@ -104,6 +142,7 @@ typedef struct TempScanState
 	bool		read_elsewhere;
 	int			est_dirty_pages;
 	double		est_flush_cost;
+	TbFlushMode plan_flush_mode;
 
 	/* block allocation: shared, or private when running without DSM */
 	TempScanShared *shared;
@@ -114,6 +153,18 @@ typedef struct TempScanState
 	BlockNumber chunk_next;		/* rest of the chunk in hand */
 	BlockNumber chunk_end;
 	const char *leader_only_reason;
+
+	/* leader: the flush done as workers go (pipelined, interleaved) */
+	ParallelContext *pcxt;
+	TbFlushMode flush_mode;		/* this pass's */
+	bool		flushing;		/* a flush workers wait on is not over */
+	bool		flush_opened;
+	TbFlushCursor flush;
+	BlockNumber lookahead;		/* blocks to keep readable ahead of workers */
+
+	/* leader: the table's pages in local buffers, copied from there */
+	TbResidentPage *resident;
+	int			nresident;
 
 	/*
 	 * Private toast fetches: the varlena columns the quals use, fetched
@@ -143,6 +194,7 @@ typedef struct TempScanState
 	/* kept for EXPLAIN */
 	int64		pages_flushed;
 	double		flush_ms;
+	TbFlushMode explain_flush_mode;
 	TempScanCounters mine;		/* without DSM */
 	TempScanCounters *totals;	/* per participant, summed over passes */
 	int			ntotals;
@@ -200,11 +252,12 @@ List *
 tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 					 double est_flush_cost)
 {
-	return list_make5(makeInteger(toast_sensitive),
-					  makeInteger(false),
-					  makeInteger(est_dirty_pages),
-					  makeString(psprintf("%.17g", est_flush_cost)),
-					  makeInteger(partial));
+	return lappend(list_make5(makeInteger(toast_sensitive),
+							  makeInteger(false),
+							  makeInteger(est_dirty_pages),
+							  makeString(psprintf("%.17g", est_flush_cost)),
+							  makeInteger(partial)),
+				   makeInteger(TB_FLUSH_UPFRONT));
 }
 
 bool
@@ -264,6 +317,13 @@ tb_temp_scan_mark_read_elsewhere(CustomScan *cscan)
 	intVal(list_nth(cscan->custom_private, TSP_READ_ELSEWHERE)) = true;
 }
 
+void
+tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode)
+{
+	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
+	intVal(list_nth(cscan->custom_private, TSP_FLUSH_MODE)) = mode;
+}
+
 Plan *
 tb_make_temp_scan_plan(Index scanrelid, List *tlist, List *quals,
 					   List *custom_private)
@@ -299,6 +359,7 @@ temp_scan_create_state(CustomScan *cscan)
 	ts->read_elsewhere = intVal(list_nth(priv, TSP_READ_ELSEWHERE));
 	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
 	ts->est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
+	ts->plan_flush_mode = intVal(list_nth(priv, TSP_FLUSH_MODE));
 	return (Node *) ts;
 }
 
@@ -367,6 +428,7 @@ find_toast_attrs(TempScanState *ts)
 }
 
 static void flush_table(TempScanState *ts);
+static TempScanCounters *my_counters(TempScanState *ts);
 
 static void
 temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
@@ -417,6 +479,16 @@ wants_toast_reader(TempScanState *ts)
 		tb_toast_has_data(ts->css.ss.ss_currentRelation);
 }
 
+/* Once per execution: must participants fetch out-of-line values? */
+static void
+decide_toast(TempScanState *ts)
+{
+	if (ts->toast_decided)
+		return;
+	ts->fetch_toast = wants_toast_reader(ts);
+	ts->toast_decided = true;
+}
+
 /*
  * Leader only: put the table's pages (and those of its toast relation,
  * when participants fetch from it) on disk, once per execution.
@@ -433,38 +505,61 @@ flush_table(TempScanState *ts)
 
 	if (ts->flushed)
 		return;
-	ts->fetch_toast = wants_toast_reader(ts);
-	ts->toast_decided = true;
+	decide_toast(ts);
 	INSTR_TIME_SET_CURRENT(start);
-	ts->pages_flushed = tb_flush_local_buffers(&file, MAIN_FORKNUM);
+	ts->pages_flushed += tb_flush_local_buffers(&file, MAIN_FORKNUM);
 	if (ts->fetch_toast)
 		ts->pages_flushed += tb_toast_flush(rel);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
-	ts->flush_ms = INSTR_TIME_GET_MILLISEC(duration);
+	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
 	ts->flushed = true;
 }
 
+/* Leader: note which of the table's pages it can copy from its buffers. */
+static void
+remember_resident_pages(TempScanState *ts)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	MemoryContext oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+
+	if (ts->resident)
+		pfree(ts->resident);
+	ts->resident = tb_resident_pages(TbRelationFileId(rel), MAIN_FORKNUM,
+									 &ts->nresident);
+	MemoryContextSwitchTo(oldcxt);
+}
+
 /*
- * Size the scan and, in the leader, flush the table first and decide
- * whether workers may take part.  Runs at execution time, so a prepared
- * statement sees the table as it is now.  A worker running a full scan
- * sizes it alone: the leader flushed before it started, and nothing
- * changes the table's length until the statement ends.
+ * Size the scan and, in the leader, flush the table (or get ready to, for
+ * a flush that workers follow) and decide whether workers may take part.
+ * Runs at execution time, so a prepared statement sees the table as it is
+ * now.  A worker running a full scan sizes it alone: the leader flushed
+ * before it started, and nothing changes the table's length until the
+ * statement ends.
  */
 static void
-temp_scan_prepare(TempScanState *ts)
+temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 {
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	const char *toast_reason = NULL;
 
+	decide_toast(ts);
 	if (!IsParallelWorker())
-		flush_table(ts);
-	else if (!ts->toast_decided)
 	{
-		/* Parallel mode cannot write: once per worker is enough, rescans too. */
-		ts->fetch_toast = wants_toast_reader(ts);
-		ts->toast_decided = true;
+		/*
+		 * Workers fetching out-of-line values need the toast relation on
+		 * disk before they start; a table read elsewhere is scanned by the
+		 * leader alone.
+		 */
+		if (ts->fetch_toast || ts->read_elsewhere)
+			mode = TB_FLUSH_UPFRONT;
+		if (mode == TB_FLUSH_UPFRONT)
+			flush_table(ts);
+		ts->flush_mode = mode;
+		ts->flushing = mode != TB_FLUSH_UPFRONT;
+		ts->flush_opened = false;
+		remember_resident_pages(ts);
 	}
 
 	ts->nblocks = RelationGetNumberOfBlocks(rel);
@@ -514,34 +609,211 @@ chunk_size(BlockNumber nblocks, int nparticipants)
 	return Max(1, Min(chunk, 64));
 }
 
+/* Take the next chunk from the low end of the blocks left. */
+static bool
+claim_low(TempScanShared *shared, BlockNumber *start, BlockNumber *end)
+{
+	uint64		range = pg_atomic_read_u64(&shared->range);
+
+	for (;;)
+	{
+		BlockNumber low = RANGE_LOW(range);
+		BlockNumber high = RANGE_HIGH(range);
+		BlockNumber n;
+
+		if (low >= high)
+			return false;
+		n = Min(shared->chunk, high - low);
+		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
+										   RANGE(low + n, high)))
+		{
+			*start = low;
+			*end = low + n;
+			return true;
+		}
+	}
+}
+
+/* Leader, interleaved mode: take a chunk from the high end. */
+static bool
+claim_high(TempScanShared *shared, BlockNumber *start, BlockNumber *end)
+{
+	uint64		range = pg_atomic_read_u64(&shared->range);
+
+	for (;;)
+	{
+		BlockNumber low = RANGE_LOW(range);
+		BlockNumber high = RANGE_HIGH(range);
+		BlockNumber n;
+
+		if (low >= high)
+			return false;
+		n = Min(shared->chunk, high - low);
+		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
+										   RANGE(low, high - n)))
+		{
+			*start = high - n;
+			*end = high;
+			return true;
+		}
+	}
+}
+
+/* Leader: the flush that workers wait on is over; let them all go. */
+static void
+finish_flush(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+
+	pg_atomic_exchange_u32(&shared->readable_below, ALL_READABLE);
+	ConditionVariableBroadcast(&shared->flush_progress);
+	if (ts->flush_opened)
+	{
+		ts->pages_flushed += ts->flush.written;
+		tb_flush_cursor_close(&ts->flush);
+		ts->flush_opened = false;
+	}
+	ts->flushing = false;
+}
+
+/*
+ * Leader: write the next run of dirty blocks that workers may be handed
+ * (those below the high end of the range: the leader reads the blocks
+ * above from its buffers), then tell workers how far they may read.
+ */
+static void
+flush_step(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+	BlockNumber high = RANGE_HIGH(pg_atomic_read_u64(&shared->range));
+	BlockNumber next;
+	instr_time	start;
+	instr_time	duration;
+
+	INSTR_TIME_SET_CURRENT(start);
+	(void) tb_flush_cursor_write_run(&ts->flush, high);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+
+	next = tb_flush_cursor_next_block(&ts->flush);
+	if (next == InvalidBlockNumber || next >= high)
+		finish_flush(ts);
+	else
+	{
+		/* The exchange is a full barrier: the write is done before this. */
+		pg_atomic_exchange_u32(&shared->readable_below, next);
+		ConditionVariableBroadcast(&shared->flush_progress);
+	}
+}
+
+/*
+ * Leader, with DSM: the next chunk.  While a flush that workers follow is
+ * under way, the leader writes runs ahead of them (always, when
+ * pipelined); in interleaved mode, when they have enough to read, it
+ * scans a chunk from the high end instead, out of its own buffers.
+ */
+static bool
+leader_next_chunk(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+
+	while (ts->flushing)
+	{
+		uint64		range;
+
+		if (!ts->flush_opened)
+		{
+			int			nworkers = ts->pcxt ? ts->pcxt->nworkers_launched : 0;
+
+			/* No worker started: the leader reads everything from its buffers. */
+			if (nworkers == 0)
+			{
+				finish_flush(ts);
+				break;
+			}
+			tb_flush_cursor_open(&ts->flush,
+								 TbRelationFileId(ts->css.ss.ss_currentRelation),
+								 MAIN_FORKNUM);
+			ts->flush_opened = true;
+			ts->lookahead = 2 * shared->chunk * nworkers;
+		}
+
+		range = pg_atomic_read_u64(&shared->range);
+		if (ts->flush_mode == TB_FLUSH_PIPELINED ||
+			RANGE_LOW(range) >= RANGE_HIGH(range) ||
+			RANGE_LOW(range) + ts->lookahead >=
+			pg_atomic_read_u32(&shared->readable_below))
+			flush_step(ts);
+		else if (claim_high(shared, &ts->chunk_next, &ts->chunk_end))
+			return true;
+	}
+	return claim_low(shared, &ts->chunk_next, &ts->chunk_end);
+}
+
+/*
+ * Worker: wait until blkno is on disk in its newest image.  False when
+ * the leader stopped before flushing it: nothing reads this scan's rows
+ * any more.
+ */
+static bool
+wait_readable(TempScanState *ts, BlockNumber blkno)
+{
+	TempScanShared *shared = ts->shared;
+	bool		readable = true;
+
+	if (blkno >= pg_atomic_read_u32(&shared->readable_below))
+	{
+		my_counters(ts)->waits++;
+		ConditionVariablePrepareToSleep(&shared->flush_progress);
+		while (blkno >= pg_atomic_read_u32(&shared->readable_below))
+		{
+			if (pg_atomic_read_u32(&shared->leader_gone))
+			{
+				readable = false;
+				break;
+			}
+			ConditionVariableSleep(&shared->flush_progress, PG_WAIT_EXTENSION);
+		}
+		ConditionVariableCancelSleep();
+	}
+	pg_read_barrier();
+	return readable;
+}
+
 static bool
 next_block(TempScanState *ts, BlockNumber *blkno)
 {
 	if (ts->chunk_next >= ts->chunk_end)
 	{
-		uint64		start;
-		BlockNumber nblocks;
-		BlockNumber chunk;
-
 		if (ts->shared)
 		{
-			nblocks = ts->shared->nblocks;
-			chunk = ts->shared->chunk;
-			start = pg_atomic_fetch_add_u64(&ts->shared->next_block, chunk);
+			bool		found;
+
+			if (IsParallelWorker())
+				found = claim_low(ts->shared, &ts->chunk_next, &ts->chunk_end);
+			else
+				found = leader_next_chunk(ts);
+			if (!found)
+				return false;
 		}
 		else
 		{
-			nblocks = ts->nblocks;
-			chunk = chunk_size(nblocks, 1);
-			start = ts->next_block;
-			ts->next_block += chunk;
+			BlockNumber chunk = chunk_size(ts->nblocks, 1);
+
+			if (ts->next_block >= ts->nblocks)
+				return false;
+			ts->chunk_next = ts->next_block;
+			ts->chunk_end = Min(ts->next_block + chunk, ts->nblocks);
+			ts->next_block = ts->chunk_end;
 		}
-		if (start >= nblocks)
-			return false;
-		ts->chunk_next = (BlockNumber) start;
-		ts->chunk_end = (BlockNumber) Min(start + chunk, (uint64) nblocks);
 	}
 	*blkno = ts->chunk_next++;
+	if (ts->shared && IsParallelWorker() && !wait_readable(ts, *blkno))
+	{
+		ts->chunk_next = ts->chunk_end;
+		return false;
+	}
 	return true;
 }
 
@@ -564,7 +836,12 @@ load_page(TempScanState *ts, BlockNumber blkno)
 	OffsetNumber maxoff;
 	bool		all_visible;
 
-	counters->rereads += tb_read_page(rel, blkno, ts->page, ts->scratch);
+	if (ts->resident &&
+		tb_copy_resident_page(ts->resident, ts->nresident, TbRelationFileId(rel),
+							  MAIN_FORKNUM, blkno, ts->page))
+		counters->buffer_pages++;
+	else
+		counters->rereads += tb_read_page(rel, blkno, ts->page, ts->scratch);
 	counters->pages++;
 
 	ts->page_block = blkno;
@@ -724,7 +1001,7 @@ temp_scan_next(ScanState *ss)
 	{
 		/* A full scan, or no DSM: this node scans the whole table itself. */
 		Assert(ts->shared == NULL);
-		temp_scan_prepare(ts);
+		temp_scan_prepare(ts, TB_FLUSH_UPFRONT);
 		reset_pass(ts);
 	}
 	if (ts->shared && ts->shared->leader_only && IsParallelWorker())
@@ -804,17 +1081,26 @@ temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 static void
 setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 {
-	temp_scan_prepare(ts);
+	/* Workers wait on a flush only where the leader surely gets to it. */
+	temp_scan_prepare(ts, parallel_leader_participation ?
+					  ts->plan_flush_mode : TB_FLUSH_UPFRONT);
 	reset_pass(ts);
 
 	shared->nblocks = ts->nblocks;
 	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
 	shared->leader_only = ts->leader_only_reason != NULL;
 	shared->toast_private = ts->toast != NULL;
-	pg_atomic_init_u64(&shared->next_block, 0);
+	shared->flush_mode = ts->flush_mode;
+	pg_atomic_init_u64(&shared->range, RANGE(0, ts->nblocks));
+	pg_atomic_init_u32(&shared->readable_below,
+					   ts->flushing ? 0 : ALL_READABLE);
+	pg_atomic_init_u32(&shared->leader_gone, 0);
+	ConditionVariableInit(&shared->flush_progress);
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
 	ts->shared = shared;
+	ts->pcxt = pcxt;
+	ts->explain_flush_mode = ts->flush_mode;
 
 	/* Gather launches workers right after this: make it launch none. */
 	if (shared->leader_only)
@@ -848,6 +1134,8 @@ collect_counters(TempScanState *ts)
 		ts->totals[i].rereads += shared->counters[i].rereads;
 		ts->totals[i].toast_values += shared->counters[i].toast_values;
 		ts->totals[i].toast_pages += shared->counters[i].toast_pages;
+		ts->totals[i].buffer_pages += shared->counters[i].buffer_pages;
+		ts->totals[i].waits += shared->counters[i].waits;
 	}
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (shared->nworkers + 1));
 }
@@ -890,10 +1178,26 @@ temp_scan_shutdown(CustomScanState *node)
 {
 	TempScanState *ts = (TempScanState *) node;
 
-	if (!IsParallelWorker())
+	if (!IsParallelWorker() && ts->shared)
+	{
+		/* Workers still waiting for a flush the leader will not finish. */
+		if (ts->flushing)
+		{
+			pg_atomic_exchange_u32(&ts->shared->leader_gone, 1);
+			ConditionVariableBroadcast(&ts->shared->flush_progress);
+			if (ts->flush_opened)
+			{
+				ts->pages_flushed += ts->flush.written;
+				tb_flush_cursor_close(&ts->flush);
+				ts->flush_opened = false;
+			}
+			ts->flushing = false;
+		}
 		collect_counters(ts);
+	}
 	/* The segment goes away after this. */
 	ts->shared = NULL;
+	ts->pcxt = NULL;
 }
 
 /*
@@ -926,6 +1230,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	int			ncounts;
 	uint64		rereads = 0;
 	uint64		toast_values = 0;
+	uint64		waits = 0;
 
 	ExplainPropertyText("Scan Mode", ts->partial ? "partial" : "full", es);
 	if (es->costs)
@@ -936,6 +1241,8 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (!es->analyze)
 		return;
 
+	if (ts->partial && ts->totals)
+		ExplainPropertyText("Flush Mode", flush_mode_names[ts->explain_flush_mode], es);
 	ExplainPropertyInteger("Pages Flushed", NULL, ts->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);
@@ -957,6 +1264,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	{
 		rereads += counts[i].rereads;
 		toast_values += counts[i].toast_values;
+		waits += counts[i].waits;
 	}
 	ExplainPropertyText("Pages Read",
 						per_participant(counts, ncounts,
@@ -970,6 +1278,12 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 							per_participant(counts, ncounts,
 											offsetof(TempScanCounters, toast_pages)), es);
 	}
+	/* Only the leader has buffers to copy from. */
+	ExplainPropertyInteger("Pages From Local Buffers", NULL, counts[0].buffer_pages, es);
+	if (waits > 0)
+		ExplainPropertyText("Waits For Flush",
+							per_participant(counts, ncounts,
+											offsetof(TempScanCounters, waits)), es);
 	if (rereads > 0)
 		ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
 }
