@@ -8,7 +8,7 @@
                    [--pg-config P | --dsn DSN] [--tablespace-dir DIR] [--cold-cache] [--checksums | --no-checksums]
       The article's 10-step benchmark of flushing and reading temp buffers (extension pg_tempbuf);
       writes raw.csv, summary.md, model.json, meta.json and plots to --out and prints the
-      measured pg_tempbuf.write_page_cost and pg_tempbuf.buffer_scan_cost.
+      measured pg_tempbuf.write_page_cost, pg_tempbuf.buffer_scan_cost and pg_tempbuf.read_page_cost.
 
   pglab parallel-temp [--quick] [--rows N,...] [--workers W,...] [--repetitions K] [--temp-buffers SIZE]
                       [--no-decision] [--out DIR] [--pg-config P | --dsn DSN]

@@ -40,20 +40,35 @@ ANALYZE perm;
 
 -- The flush cost decides: with parallel setup free, a fully dirty table
 -- stays serial when writing its pages costs more than the workers save
--- (a write priced as the article's 1.3 reads), goes parallel at the
--- default price of a write in file order, and at any price once clean.
+-- (a write priced as 5 reads, the value of danolivo/pgdev PR #19), goes
+-- parallel at the default price of a write in file order, and at any
+-- price once clean.  Workers' private reads are free here; they are
+-- priced below.
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
-SET pg_tempbuf.write_page_cost = 1.3;
+SET pg_tempbuf.read_page_cost = 0;
+SET pg_tempbuf.write_page_cost = 5;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
 RESET pg_tempbuf.write_page_cost;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
-SET pg_tempbuf.write_page_cost = 1.3;
+SET pg_tempbuf.write_page_cost = 5;
 SELECT pg_flush_local_buffers() > 0 AS flushed;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
 UPDATE t SET a = a;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+
+-- Pages the leader holds cost workers a private read each, where the
+-- serial scan finds them in buffers: at a high enough price, serial.
+SET pg_tempbuf.write_page_cost = 0;
+SELECT pg_flush_local_buffers() > 0 AS flushed;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+SET pg_tempbuf.read_page_cost = 50;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+-- ... unless they are not in the buffers.
+SELECT pg_evict_local_buffers('t') > 0 AS evicted;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+SET pg_tempbuf.read_page_cost = 0;
 
 -- Make every eligible scan parallel for the rest of the file.
 SET pg_tempbuf.write_page_cost = 0;

@@ -10,11 +10,20 @@
  *
  *		flush_cost = write_page_cost * dirtied + buffer_scan_cost * allocated
  *
- * `pglab flush-cost` measures both constants on the user's own storage.
+ * A parallel scan adds a third cost: participants read the table's file,
+ * page by page, into private memory (a read call, a copy and, with data
+ * checksums, a verification), where a serial scan finds the pages that sit
+ * in local buffers at the price of a lookup.  read_page_cost prices that
+ * private read, above what the serial scan pays for the same page.
+ *
+ * `pglab flush-cost` measures all three constants on the user's own
+ * storage.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include "optimizer/optimizer.h"
 
 #include "pg_tempbuf.h"
 
@@ -44,4 +53,64 @@ tb_flush_cost(Relation rel, int *dirty_pages)
 		*dirty_pages = scope.dirty;
 	return tb_write_page_cost * scope.dirty +
 		tb_buffer_scan_cost * pool.allocated;
+}
+
+/* The state of the pool a Temp Seq Scan of rel would start from. */
+void
+tb_temp_scan_price(Relation rel, TbScanPrice *price)
+{
+	TbLocalBufferCounts pool;
+	TbLocalBufferCounts scope;
+	TbRelFileId file = TbRelationFileId(rel);
+
+	tb_count_local_buffers(NULL, InvalidForkNumber, &pool);
+	tb_count_local_buffers(&file, MAIN_FORKNUM, &scope);
+	price->dirty_pages = scope.dirty;
+	price->resident_pages = scope.allocated;
+	price->pool_pages = pool.allocated;
+	price->upfront = false;
+}
+
+/*
+ * Startup and run costs a Temp Seq Scan adds to a seq scan of the table
+ * whose CPU run cost is cpu_run_cost (already divided among participants).
+ *
+ * A full scan, or a partial one whose flush must finish before workers
+ * start (no leader participation; out-of-line values to fetch), pays the
+ * whole flush at startup.  Otherwise the leader writes only what workers
+ * read, about their share of the dirty pages, while they scan, and scans
+ * the rest itself from its buffers: the flush then spreads over the run
+ * like the rest of the work, except that workers cannot go faster than
+ * the pages they need are written.  Workers read privately their share of
+ * the pages the leader holds in buffers; the leader copies its own share
+ * from there, as cheap as the serial scan's buffer hit.
+ */
+void
+tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
+						int parallel_workers, double divisor,
+						Cost cpu_run_cost, Cost *startup, Cost *run)
+{
+	double		worker_share;
+	Cost		write_cost;
+	Cost		read_cost;
+
+	*startup = tb_buffer_scan_cost * price->pool_pages;
+	if (!partial)
+	{
+		/* The leader's copy is the serial scan's cost; a worker reads. */
+		*startup += tb_write_page_cost * price->dirty_pages;
+		*run = tb_read_page_cost * price->resident_pages;
+		return;
+	}
+
+	worker_share = parallel_workers / divisor;
+	read_cost = tb_read_page_cost * price->resident_pages * worker_share / divisor;
+	if (price->upfront || !parallel_leader_participation)
+	{
+		*startup += tb_write_page_cost * price->dirty_pages;
+		*run = read_cost;
+		return;
+	}
+	write_cost = tb_write_page_cost * price->dirty_pages * worker_share;
+	*run = Max(write_cost - cpu_run_cost, write_cost / divisor) + read_cost;
 }

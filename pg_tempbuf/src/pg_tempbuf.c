@@ -31,10 +31,21 @@ void		_PG_init(void);
 #define DEFAULT_WRITE_PAGE_COST		0.66
 #define DEFAULT_BUFFER_SCAN_COST	0.01
 
+/*
+ * A worker's private read of a page the leader holds in local buffers,
+ * above the serial scan's hit on it: a read call, a copy and, with data
+ * checksums, a verification.  pglab flush-cost measures it as the extra
+ * time of a one-worker scan of a resident table over the serial scan,
+ * per page, in units of a sequential read into local buffers.
+ */
+#define DEFAULT_READ_PAGE_COST		1.5
+
 bool		tb_parallel_scan_enabled = true;
 bool		tb_verify_reread = false;
+bool		tb_debug_sync_start = false;
 double		tb_write_page_cost = DEFAULT_WRITE_PAGE_COST;
 double		tb_buffer_scan_cost = DEFAULT_BUFFER_SCAN_COST;
+double		tb_read_page_cost = DEFAULT_READ_PAGE_COST;
 
 void
 _PG_init(void)
@@ -55,6 +66,14 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("pg_tempbuf.debug_sync_start",
+							 "Makes the leader of a parallel temp scan wait for its workers to start before it reads.",
+							 "For tests: on a small table the leader would otherwise read every page before a worker starts.",
+							 &tb_debug_sync_start,
+							 tb_debug_sync_start,
+							 PGC_USERSET, GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
+
 	DefineCustomRealVariable("pg_tempbuf.write_page_cost",
 							 "Sets the planner's estimate of the cost of writing one dirty temporary-table page.",
 							 "In units of seq_page_cost; measure it with pglab flush-cost.",
@@ -68,6 +87,14 @@ _PG_init(void)
 							 "In units of seq_page_cost, per local buffer holding a page.",
 							 &tb_buffer_scan_cost,
 							 DEFAULT_BUFFER_SCAN_COST, 0.0, DBL_MAX,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomRealVariable("pg_tempbuf.read_page_cost",
+							 "Sets the planner's estimate of the cost of a parallel worker's private read of one temporary-table page.",
+							 "In units of seq_page_cost, above the serial scan's local buffer hit on the same page; measure it with pglab flush-cost.",
+							 &tb_read_page_cost,
+							 DEFAULT_READ_PAGE_COST, 0.0, DBL_MAX,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -20,8 +20,10 @@
 /* GUCs, all defined in pg_tempbuf.c */
 extern bool tb_parallel_scan_enabled;
 extern bool tb_verify_reread;
+extern bool tb_debug_sync_start;
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
+extern double tb_read_page_cost;
 
 /*
  * What a walk over the local buffer pool saw.  "allocated" counts buffers
@@ -73,8 +75,20 @@ extern bool tb_copy_resident_page(const TbResidentPage *pages, int npages,
 								  TbRelFileId file, ForkNumber fork,
 								  BlockNumber blkno, char *page);
 
-/* flush_cost.c */
+/* flush_cost.c: the cost model */
+typedef struct TbScanPrice
+{
+	int			dirty_pages;	/* of the table's main fork (plus toast, see planner.c) */
+	int			resident_pages; /* of the main fork, in local buffers */
+	int			pool_pages;		/* local buffers holding a page, any relation */
+	bool		upfront;		/* the flush must end before workers start */
+} TbScanPrice;
+
 extern double tb_flush_cost(Relation rel, int *dirty_pages);
+extern void tb_temp_scan_price(Relation rel, TbScanPrice *price);
+extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
+									int parallel_workers, double divisor,
+									Cost cpu_run_cost, Cost *startup, Cost *run);
 
 /* page_reader.c: private page copies */
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,

@@ -241,18 +241,21 @@ rel_expressions_parallel_safe(PlannerInfo *root, RelOptInfo *rel)
 }
 
 /*
- * A seq scan's cost, plus the flush, paid once before the first row:
- * startup cost.  A partial path divides the rows and the CPU work among
- * the participants but, like core's parallel seq scan, not the disk.
+ * A seq scan's cost, plus what flush_cost.c adds: the flush and the
+ * workers' private reads.  A partial path divides the rows and the CPU
+ * work among the participants but, like core's parallel seq scan, not the
+ * disk.
  */
 static void
-cost_temp_scan(Path *path, RelOptInfo *rel, double flush_cost)
+cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 {
 	double		spc_seq_page_cost;
 	double		divisor = 1.0;
 	Cost		startup_cost;
 	Cost		cpu_run_cost;
 	Cost		cpu_per_tuple;
+	Cost		extra_startup;
+	Cost		extra_run;
 
 	if (path->parallel_aware)
 		divisor = tb_parallel_divisor(path->parallel_workers);
@@ -261,15 +264,19 @@ cost_temp_scan(Path *path, RelOptInfo *rel, double flush_cost)
 
 	path->rows = clamp_row_est(rel->rows / divisor);
 
-	startup_cost = rel->baserestrictcost.startup + flush_cost;
+	startup_cost = rel->baserestrictcost.startup;
 	cpu_per_tuple = cpu_tuple_cost + rel->baserestrictcost.per_tuple;
 	cpu_run_cost = cpu_per_tuple * rel->tuples / divisor;
 
 	startup_cost += path->pathtarget->cost.startup;
 	cpu_run_cost += path->pathtarget->cost.per_tuple * path->rows;
 
+	tb_temp_scan_extra_cost(price, path->parallel_aware, path->parallel_workers,
+							divisor, cpu_run_cost, &extra_startup, &extra_run);
+	startup_cost += extra_startup;
+
 	path->startup_cost = startup_cost;
-	path->total_cost = startup_cost + cpu_run_cost +
+	path->total_cost = startup_cost + cpu_run_cost + extra_run +
 		spc_seq_page_cost * rel->pages;
 
 	/* It is a sequential scan: enable_seqscan = off applies to it too. */
@@ -279,7 +286,8 @@ cost_temp_scan(Path *path, RelOptInfo *rel, double flush_cost)
 
 static CustomPath *
 make_temp_scan_path(RelOptInfo *rel, bool partial, int parallel_workers,
-					bool toast_sensitive, int dirty_pages, double flush_cost)
+					bool toast_sensitive, const TbScanPrice *price,
+					double flush_cost)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 
@@ -294,9 +302,9 @@ make_temp_scan_path(RelOptInfo *rel, bool partial, int parallel_workers,
 	cpath->flags = 0;
 	cpath->custom_paths = NIL;
 	cpath->custom_private = tb_temp_scan_private(partial, toast_sensitive,
-												 dirty_pages, flush_cost);
+												 price->dirty_pages, flush_cost);
 	cpath->methods = &temp_scan_path_methods;
-	cost_temp_scan(&cpath->path, rel, flush_cost);
+	cost_temp_scan(&cpath->path, rel, price);
 	return cpath;
 }
 
@@ -375,7 +383,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
 {
 	Relation	relation;
-	int			dirty_pages;
+	TbScanPrice price;
 	bool		toast_sensitive;
 	bool		supported;
 	int			parallel_workers;
@@ -415,19 +423,21 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	supported = scan_columns_supported(rel, relation, &toast_sensitive);
 	if (toast_sensitive && planning.inspects_storage)
 		supported = false;
-	flush_cost = tb_flush_cost(relation, &dirty_pages);
+	flush_cost = tb_flush_cost(relation, NULL);
+	tb_temp_scan_price(relation, &price);
 
 	/*
 	 * Participants fetch out-of-line values through private pages of the
-	 * toast relation, which the leader flushes first.  Reading them costs
-	 * what a serial scan's detoasting costs, which core does not price
-	 * either; only the flush is extra.
+	 * toast relation, which the leader flushes, with the table, before
+	 * workers start.  Reading them costs what a serial scan's detoasting
+	 * costs, which core does not price either; only the flush is extra.
 	 */
 	if (supported && toast_sensitive)
 	{
 		int			toast_dirty = tb_toast_dirty_pages(relation);
 
-		dirty_pages += toast_dirty;
+		price.dirty_pages += toast_dirty;
+		price.upfront = tb_toast_has_data(relation);
 		flush_cost += tb_write_page_cost * toast_dirty;
 	}
 	table_close(relation, NoLock);
@@ -438,13 +448,13 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	planning.paths_offered++;
 
 	add_path(rel, &make_temp_scan_path(rel, false, 0, toast_sensitive,
-									   dirty_pages, flush_cost)->path);
+									   &price, flush_cost)->path);
 
 	parallel_workers = compute_parallel_worker(rel, rel->pages, -1,
 											   max_parallel_workers_per_gather);
 	if (parallel_workers > 0)
 		add_partial_path(rel, &make_temp_scan_path(rel, true, parallel_workers,
-												   toast_sensitive, dirty_pages,
+												   toast_sensitive, &price,
 												   flush_cost)->path);
 
 	/*

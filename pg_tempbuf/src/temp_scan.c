@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * temp_scan.c
- *	  Temp Seq Scan: a custom scan of a temporary table that the leader
- *	  flushes once and every participant reads from the table's file.
+ *	  Temp Seq Scan: a custom scan of a temporary table whose workers read
+ *	  the table's file, the leader writing the dirty pages they need.
  *
  * EXPLAIN shows it in core's framing for custom scans, in every format:
  * "Parallel Custom Scan (Temp Seq Scan)" for the partial scan, whose
@@ -11,18 +11,27 @@
  * side of a join in a parallel plan, say).
  *
  * Life of one execution:
- *	- The leader flushes the table's dirty main-fork pages (only those:
- *	  the scan reads nothing else): a partial scan when it first sets up
- *	  the shared state, a full scan when the executor starts, which is
- *	  before Gather launches any worker.
- *	  A rescan does not flush again: until the statement ends nothing can
- *	  dirty those pages (a parallel query cannot write, and a statement
- *	  that reads the table elsewhere can only set hint bits or prune dead
- *	  rows there, so whatever it writes back still holds every row the
- *	  snapshot sees).
- *	- Participants take chunks of blocks from a shared counter and read
- *	  them into private memory (page_reader.c); no local buffer is used,
- *	  so workers need no temp_buffers of their own.
+ *	- Every block a worker reads must be on disk in its newest image first
+ *	  (only main-fork pages: the scan reads nothing else).  The leader of a
+ *	  partial scan that an aggregate or sort drains (plan_walk.c decides)
+ *	  writes dirty runs just ahead of the workers, who take chunks from the
+ *	  low end of the table, and meanwhile scans chunks from the high end
+ *	  out of its own buffers, which it then need not write: interleaved.
+ *	  Where rows go straight up to Gather, it writes everything in its first
+ *	  call, workers reading behind it: pipelined.  Progress is published in
+ *	  the shared state, and workers sleep on a condition variable for blocks
+ *	  not written yet.  Otherwise (a full scan, no leader participation,
+ *	  toast values to fetch, leader-only mode) the leader writes everything
+ *	  before Gather launches workers: a partial scan when it sets up the
+ *	  shared state, a full scan when the executor starts.
+ *	  A rescan writes only what is dirty then: until the statement ends
+ *	  nothing can dirty those pages (a parallel query cannot write, and a
+ *	  statement that reads the table elsewhere runs this scan in the leader
+ *	  alone).
+ *	- Participants take chunks of blocks from a shared range and read
+ *	  them into private memory (page_reader.c), so workers need no
+ *	  temp_buffers of their own; the leader copies the pages it holds from
+ *	  its local buffers into the same private page.
  *	- Out-of-line values of the columns the scan uses are fetched by the
  *	  participant that meets them, through private pages of the toast
  *	  relation and its index (toast_reader.c), which the leader flushes
@@ -126,6 +135,7 @@ typedef struct TempScanShared
 	pg_atomic_uint32 readable_below;
 	pg_atomic_uint32 leader_gone;
 	ConditionVariable flush_progress;
+	pg_atomic_uint32 workers_started;	/* for pg_tempbuf.debug_sync_start */
 
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
@@ -161,6 +171,18 @@ typedef struct TempScanState
 	bool		flush_opened;
 	TbFlushCursor flush;
 	BlockNumber lookahead;		/* blocks to keep readable ahead of workers */
+
+	/*
+	 * Interleaved mode: what a written page and a page scanned from the high
+	 * end cost the leader in this pass, to tell which way it serves the
+	 * scan better.
+	 */
+	double		pass_write_ms;
+	double		pass_scan_ms;
+	uint64		pass_scanned;
+	instr_time	high_chunk_start;	/* of the high chunk in hand */
+	BlockNumber high_chunk_pages;
+	bool		start_synced;	/* pg_tempbuf.debug_sync_start done this pass */
 
 	/* leader: the table's pages in local buffers, copied from there */
 	TbResidentPage *resident;
@@ -695,6 +717,7 @@ flush_step(TempScanState *ts)
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+	ts->pass_write_ms += INSTR_TIME_GET_MILLISEC(duration);
 
 	next = tb_flush_cursor_next_block(&ts->flush);
 	if (next == InvalidBlockNumber || next >= high)
@@ -708,15 +731,73 @@ flush_step(TempScanState *ts)
 }
 
 /*
+ * pg_tempbuf.debug_sync_start: wait (a second at most) until the launched
+ * workers run, so that tests see them read even a small table.
+ */
+static void
+wait_for_workers(TempScanState *ts, int nworkers)
+{
+	for (int i = 0; i < 10000; i++)
+	{
+		if (pg_atomic_read_u32(&ts->shared->workers_started) >= (uint32) nworkers)
+			return;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(100L);
+	}
+}
+
+/*
+ * Interleaved mode: does writing a page for the workers cost the leader
+ * less than scanning one itself?  Only then do idle workers gain from a
+ * write: otherwise the leader gets further by scanning, even alone.  (On a
+ * virtual machine whose fresh page-cache memory is slow to touch, a write
+ * can cost more than the scan of the page.)  Until both were measured in
+ * this pass, it does.
+ */
+static bool
+writing_pays(TempScanState *ts)
+{
+	if (ts->flush.written == 0 || ts->pass_scanned == 0)
+		return true;
+	return ts->pass_write_ms / ts->flush.written <
+		ts->pass_scan_ms / ts->pass_scanned;
+}
+
+/* Interleaved mode: the leader is done with the high chunk it held. */
+static void
+time_high_chunk(TempScanState *ts)
+{
+	instr_time	duration;
+
+	if (ts->high_chunk_pages == 0)
+		return;
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, ts->high_chunk_start);
+	ts->pass_scan_ms += INSTR_TIME_GET_MILLISEC(duration);
+	ts->pass_scanned += ts->high_chunk_pages;
+	ts->high_chunk_pages = 0;
+}
+
+/*
  * Leader, with DSM: the next chunk.  While a flush that workers follow is
  * under way, the leader writes runs ahead of them (always, when
- * pipelined); in interleaved mode, when they have enough to read, it
- * scans a chunk from the high end instead, out of its own buffers.
+ * pipelined); in interleaved mode, when they have enough to read or a
+ * write costs it more than a scan, it scans a chunk from the high end
+ * instead, out of its own buffers.
  */
 static bool
 leader_next_chunk(TempScanState *ts)
 {
 	TempScanShared *shared = ts->shared;
+
+	time_high_chunk(ts);
+
+	if (tb_debug_sync_start && !ts->start_synced)
+	{
+		ts->start_synced = true;
+		if (ts->pcxt && ts->pcxt->nworkers_launched > 0)
+			wait_for_workers(ts, ts->pcxt->nworkers_launched);
+	}
 
 	while (ts->flushing)
 	{
@@ -737,16 +818,24 @@ leader_next_chunk(TempScanState *ts)
 								 MAIN_FORKNUM);
 			ts->flush_opened = true;
 			ts->lookahead = 2 * shared->chunk * nworkers;
+			ts->pass_write_ms = ts->pass_scan_ms = 0;
+			ts->pass_scanned = 0;
+			ts->high_chunk_pages = 0;
 		}
 
 		range = pg_atomic_read_u64(&shared->range);
 		if (ts->flush_mode == TB_FLUSH_PIPELINED ||
 			RANGE_LOW(range) >= RANGE_HIGH(range) ||
-			RANGE_LOW(range) + ts->lookahead >=
-			pg_atomic_read_u32(&shared->readable_below))
+			(RANGE_LOW(range) + ts->lookahead >=
+			 pg_atomic_read_u32(&shared->readable_below) &&
+			 writing_pays(ts)))
 			flush_step(ts);
 		else if (claim_high(shared, &ts->chunk_next, &ts->chunk_end))
+		{
+			INSTR_TIME_SET_CURRENT(ts->high_chunk_start);
+			ts->high_chunk_pages = ts->chunk_end - ts->chunk_next;
 			return true;
+		}
 	}
 	return claim_low(shared, &ts->chunk_next, &ts->chunk_end);
 }
@@ -1096,10 +1185,12 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 					   ts->flushing ? 0 : ALL_READABLE);
 	pg_atomic_init_u32(&shared->leader_gone, 0);
 	ConditionVariableInit(&shared->flush_progress);
+	pg_atomic_init_u32(&shared->workers_started, 0);
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
 	ts->shared = shared;
 	ts->pcxt = pcxt;
+	ts->start_synced = false;
 	ts->explain_flush_mode = ts->flush_mode;
 
 	/* Gather launches workers right after this: make it launch none. */
@@ -1158,6 +1249,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	ts->shared = coordinate;
 	ts->prepared = true;
 	reset_pass(ts);
+	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
 
 	if (ts->shared->toast_private)
 	{

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +20,7 @@ FORCE_PARALLEL = {
     "min_parallel_table_scan_size": "0",
     "pg_tempbuf.write_page_cost": "0",
     "pg_tempbuf.buffer_scan_cost": "0",
+    "pg_tempbuf.read_page_cost": "0",
 }
 
 
@@ -61,3 +64,36 @@ def force_parallel(conn: psycopg.Connection[Any]) -> None:
 def plan_text(conn: psycopg.Connection[Any], query: str, options: str = "COSTS OFF") -> str:
     rows = conn.execute(f"EXPLAIN ({options}) {query}").fetchall()
     return "\n".join(row[0] for row in rows)
+
+
+def temp_scan_nodes(conn: psycopg.Connection[Any], sql: str) -> list[dict[str, Any]]:
+    """The Temp Seq Scan nodes of one EXPLAIN ANALYZE run of sql, [] when it fails (the
+    caller's savepoint q is then restored)."""
+    try:
+        row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()
+    except psycopg.Error:
+        conn.execute("ROLLBACK TO SAVEPOINT q")
+        return []
+    assert row is not None
+    found: list[dict[str, Any]] = []
+    pending = [row[0][0]["Plan"]]
+    while pending:
+        node = pending.pop()
+        if node.get("Custom Plan Provider") == "Temp Seq Scan":
+            found.append(node)
+        pending.extend(node.get("Plans", []))
+    return found
+
+
+def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None:
+    """What the scans' flushes did, for a suite to prove its cases reached each mode."""
+    for node in nodes:
+        mode = node.get("Flush Mode", "none")
+        worker_pages = sum(int(n) for n in re.findall(r"worker \d+=(\d+)", node.get("Pages Read", "")))
+        counts[f"flush mode {mode}"] += 1
+        if worker_pages > 0:
+            counts[f"workers read, {mode}"] += 1
+            if node.get("Pages Flushed", 0) > 0:
+                counts[f"workers read pages written by this scan, {mode}"] += 1
+        if "Waits For Flush" in node:
+            counts[f"workers waited for the flush, {mode}"] += 1

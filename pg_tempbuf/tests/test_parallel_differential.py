@@ -22,7 +22,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FORCE_PARALLEL
+from conftest import FORCE_PARALLEL, count_flush_facts, temp_scan_nodes
 from mvcc_history import history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
 
@@ -61,6 +61,7 @@ class Case:
     add_column: bool
     leader_participation: bool
     verify_reread: bool
+    sync_start: bool  # the leader waits for workers: they then read even a small table
     history: list[list[str]]
     open_tx: list[str]
     open_subtx: list[str]
@@ -77,6 +78,7 @@ def case(draw: st.DrawFn) -> Case:
         add_column=draw(st.booleans()),
         leader_participation=draw(st.booleans()),
         verify_reread=draw(st.booleans()),
+        sync_start=draw(st.booleans()),
         history=draw(st.lists(history_step(wide), min_size=1, max_size=6)),
         open_tx=draw(st.lists(statement(wide), max_size=3)),
         open_subtx=draw(st.lists(statement(wide), max_size=3)),
@@ -123,6 +125,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
             conn.execute(f"SET parallel_leader_participation = {'on' if c.leader_participation else 'off'}")
             conn.execute(f"SET pg_tempbuf.verify_reread = {'on' if c.verify_reread else 'off'}")
+            conn.execute(f"SET pg_tempbuf.debug_sync_start = {'on' if c.sync_start else 'off'}")
             setup_tables(conn, c)
             replay_history(conn, c.history)
             open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx)
@@ -132,6 +135,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
                 conn.execute("SET pg_tempbuf.parallel_scan = on")
                 if uses_temp_scan(conn, sql):
                     used["parallel"] += 1
+                    count_flush_facts(used, temp_scan_nodes(conn, sql))
                 used["queries"] += 1
                 parallel = run(conn, sql, ordered)
                 if parallel[0] == "error":
@@ -145,6 +149,16 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     check()
     print(f"differential: {used['queries']} queries, {used['parallel']} with a Temp Seq Scan")
-    # The suite proves something only if the parallel plan actually ran.
+    for fact, count in sorted(used.items()):
+        if fact.startswith(("flush mode", "workers")):
+            print(f"  {fact}: {count}")
+    # The suite proves something only if the parallel plan actually ran, and workers read
+    # pages that the scan itself wrote, in each way the leader can write them.
     assert used["queries"] > 0
     assert used["parallel"] >= used["queries"] // 3, used
+    written_read = {mode: used[f"workers read pages written by this scan, {mode}"]
+                    for mode in ("interleaved", "pipelined", "upfront")}
+    assert written_read["upfront"] > 0, used
+    assert written_read["interleaved"] + written_read["pipelined"] > 0, used
+    if EXAMPLES >= 200:  # rarer: each needs a dirty table and a plan shape
+        assert written_read["interleaved"] > 0 and written_read["pipelined"] > 0, used

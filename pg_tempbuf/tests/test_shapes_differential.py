@@ -40,7 +40,7 @@ from mvcc_history import (
 )
 from pglab.cluster import Cluster
 
-from conftest import FORCE_PARALLEL
+from conftest import FORCE_PARALLEL, count_flush_facts, temp_scan_nodes
 
 EXAMPLES = int(os.environ.get("PGTB_SHAPES_EXAMPLES", "25"))
 
@@ -128,6 +128,7 @@ class Case:
     tp_open_delete: int
     queries: list[ShapeQuery] = field(default_factory=list)
     pruned_param: int = 0
+    sync_start: bool = False  # the leader waits for workers: they then read even a small table
 
 
 def case_strategy(compressions: list[str]) -> st.SearchStrategy[Case]:
@@ -147,6 +148,7 @@ def case_strategy(compressions: list[str]) -> st.SearchStrategy[Case]:
             tp_open_delete=draw(st.integers(0, 10)),  # 10: deletes nothing
             queries=draw(st.lists(shape_query(), min_size=2, max_size=7)),
             pruned_param=draw(st.integers(0, 60)),
+            sync_start=draw(st.booleans()),
         )
 
     return case()
@@ -228,6 +230,7 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     ran = Counter[str]()
     parallel = Counter[str]()
+    flushes = Counter[str]()
 
     def compare(conn: psycopg.Connection[Any], shape: str, sql: str, ordered: bool,
                 disabled: tuple[str, ...], c: Case, stock_sql: str | None = None) -> None:
@@ -239,6 +242,7 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
         ran[shape] += 1
         if our_scan_under_gather(conn, sql):
             parallel[shape] += 1
+            count_flush_facts(flushes, temp_scan_nodes(conn, sql))
         ours = run(conn, sql, ordered)
         if ours[0] == "error":
             conn.execute("ROLLBACK TO SAVEPOINT q")
@@ -259,6 +263,7 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     @given(case_strategy(server_compressions(preloaded_cluster)))
     def check(c: Case) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
+            conn.execute(f"SET pg_tempbuf.debug_sync_start = {'on' if c.sync_start else 'off'}")
             setup_tables(conn, c)
             replay_history(conn, c.history)
             conn.execute("ANALYZE t")
@@ -280,10 +285,13 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     for shape in sorted(ran):
         print(f"  {shape}: {parallel[shape]}/{ran[shape]}")
     print(f"  total: {sum(parallel.values())}/{sum(ran.values())}")
+    for fact, count in sorted(flushes.items()):
+        print(f"  {fact}: {count}")
 
     # The suite proves something only if parallel plans really ran, in every shape that
     # could have one.  Correlated subqueries stay in the leader, as for permanent tables.
     assert sum(ran.values()) > 0
+    assert flushes["workers read pages written by this scan, upfront"] > 0, flushes
     for shape, count in ran.items():
         if shape != "correlated" and count >= 4:
             assert parallel[shape] > 0, f"{shape}: no parallel plan with a scan of ours in {count} queries"

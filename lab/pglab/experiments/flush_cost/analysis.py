@@ -7,6 +7,7 @@ costs in ms; the cost parameters are ratios of slopes, in units of a sequential 
 
     write_page_cost  = slope(write_seq) / slope(read_seq)
     buffer_scan_cost = slope(dry_write per allocated buffer) / slope(read_seq)
+    read_page_cost   = (slope(scan_private) - slope(scan_resident)) / slope(read_seq)
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ def _slope_ratio(numerator: PhaseFit | None, denominator: PhaseFit | None) -> fl
     return numerator.fit.slope / denominator.fit.slope
 
 
+def _slope_difference_ratio(
+    minuend: PhaseFit | None, subtrahend: PhaseFit | None, denominator: PhaseFit | None
+) -> float | None:
+    """(slope(minuend) - slope(subtrahend)) / slope(denominator)."""
+    if minuend is None or subtrahend is None or minuend.fit is None or subtrahend.fit is None:
+        return None
+    ratio = _slope_ratio(minuend, denominator)
+    base = _slope_ratio(subtrahend, denominator)
+    return None if ratio is None or base is None else ratio - base
+
+
 def _per_size_median_ratios(records: list[PhaseRecord], top: str, bottom: str) -> dict[int, float]:
     tops = times_by_size(records, top)
     bottoms = times_by_size(records, bottom)
@@ -132,6 +144,7 @@ class FlushCostModel:
     fits: dict[str, PhaseFit] = field(default_factory=dict)
     write_page_cost: float | None = None
     buffer_scan_cost: float | None = None
+    read_page_cost: float | None = None
     random_write_penalty: float | None = None  # slope(write_random) / slope(write_seq)
     random_read_penalty: float | None = None  # slope(read_random) / slope(read_seq)
     write_read_ratio_by_size: dict[int, float] = field(default_factory=dict)
@@ -147,6 +160,7 @@ class FlushCostModel:
         for name, value in (
             ("pg_tempbuf.write_page_cost", self.write_page_cost),
             ("pg_tempbuf.buffer_scan_cost", self.buffer_scan_cost),
+            ("pg_tempbuf.read_page_cost", self.read_page_cost),
         ):
             if value is not None and math.isfinite(value) and value > 0:
                 settings[name] = round_significant(value)
@@ -159,6 +173,7 @@ class FlushCostModel:
         for name, value, phase in (
             ("pg_tempbuf.write_page_cost", self.write_page_cost, opt.WRITE_SEQ),
             ("pg_tempbuf.buffer_scan_cost", self.buffer_scan_cost, opt.DRY_WRITE),
+            ("pg_tempbuf.read_page_cost", self.read_page_cost, opt.SCAN_PRIVATE),
         ):
             if value is None:
                 reasons[name] = f"no usable fit of {phase} and {opt.READ_SEQ} (need two sizes, positive read slope)"
@@ -173,6 +188,7 @@ class FlushCostModel:
             "fits": {phase: f.as_json() for phase, f in self.fits.items()},
             "write_page_cost": self.write_page_cost,
             "buffer_scan_cost": self.buffer_scan_cost,
+            "read_page_cost": self.read_page_cost,
             "random_write_penalty": self.random_write_penalty,
             "random_read_penalty": self.random_read_penalty,
             "write_read_ratio_by_size": self.write_read_ratio_by_size,
@@ -192,6 +208,8 @@ def build_model(records: list[PhaseRecord], block_size: int, cold_reads: bool = 
     model = FlushCostModel(block_size=block_size, fits=fits)
     model.write_page_cost = _slope_ratio(fits.get(opt.WRITE_SEQ), fits.get(opt.READ_SEQ))
     model.buffer_scan_cost = _slope_ratio(fits.get(opt.DRY_WRITE), fits.get(opt.READ_SEQ))
+    model.read_page_cost = _slope_difference_ratio(
+        fits.get(opt.SCAN_PRIVATE), fits.get(opt.SCAN_RESIDENT), fits.get(opt.READ_SEQ))
     model.random_write_penalty = _slope_ratio(fits.get(opt.WRITE_RANDOM), fits.get(opt.WRITE_SEQ))
     model.random_read_penalty = _slope_ratio(fits.get(opt.READ_RANDOM), fits.get(opt.READ_SEQ))
     model.write_read_ratio_by_size = _per_size_median_ratios(records, opt.WRITE_SEQ, opt.READ_SEQ)

@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
             "flush, dry flush, eviction, sequential read, dry read, eviction, random-order read, "
             "hit check, mark dirty, flush of randomly placed buffers. Buffer counts are checked "
             "against N. Also times the same bytes written/read without PostgreSQL. Fits per-block "
-            "costs and prints pg_tempbuf.write_page_cost and pg_tempbuf.buffer_scan_cost."
+            "costs and prints pg_tempbuf.write_page_cost, pg_tempbuf.buffer_scan_cost and pg_tempbuf.read_page_cost."
         ),
     )
     flush.add_argument("--sizes", type=size_list, metavar="N,N,...",

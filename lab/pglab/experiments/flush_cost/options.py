@@ -42,6 +42,10 @@ WRITE_RANDOM = "write_random"
 FLUSH_DISPLACER_FOR_RANDOM = "flush_displacer_for_random"
 EVICT_FOR_SEQ = "evict_for_seq"
 EVICT_FOR_RANDOM = "evict_for_random"
+# Ours only: a count(*) of the resident, clean table, serial (local buffer hits) and by one
+# parallel worker alone (private reads of the file): their difference prices read_page_cost.
+SCAN_RESIDENT = "scan_resident"
+SCAN_PRIVATE = "scan_private"
 # Ours only: the same bytes written/read without PostgreSQL.
 RAW_WRITE = "raw_write"
 RAW_READ = "raw_read"
@@ -65,7 +69,7 @@ def phase_order(mode: EvictMode) -> tuple[str, ...]:
     evict_seq, evict_random = eviction_phases(mode)
     return (
         WRITE_SEQ, DRY_WRITE, evict_seq, READ_SEQ, DRY_READ,
-        evict_random, READ_RANDOM, HIT_CHECK, MARK_DIRTY, WRITE_RANDOM,
+        evict_random, READ_RANDOM, HIT_CHECK, SCAN_RESIDENT, SCAN_PRIVATE, MARK_DIRTY, WRITE_RANDOM,
     )
 
 

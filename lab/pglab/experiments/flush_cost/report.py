@@ -28,6 +28,8 @@ PHASE_DESCRIPTIONS = {
     opt.FLUSH_DISPLACER_FOR_RANDOM: "step 6: flush of the second displacer",
     opt.READ_RANDOM: "step 7: read of every block in random order (random buffer placement)",
     opt.HIT_CHECK: "step 8: read again, every block a hit",
+    opt.SCAN_RESIDENT: "ours: count(*) of the resident table, serial (local buffer hits)",
+    opt.SCAN_PRIVATE: "ours: the same count(*) by one parallel worker alone (private reads of the file)",
     opt.MARK_DIRTY: "step 9: pg_temp_buffers_dirty(table)",
     opt.WRITE_RANDOM: "step 10: flush of the randomly placed dirty buffers",
     opt.RAW_WRITE: "no PostgreSQL: the same bytes written with 8 KiB pwrite, no fsync",
@@ -128,6 +130,8 @@ def summary_markdown(run: FlushCostRun, model: FlushCostModel, summaries: dict[s
         f"| write_page_cost | {_fmt(model.write_page_cost)} | slope(write_seq) / slope(read_seq) |",
         f"| buffer_scan_cost | {_fmt(model.buffer_scan_cost)} "
         "| slope(dry_write per allocated buffer) / slope(read_seq) |",
+        f"| read_page_cost | {_fmt(model.read_page_cost)} "
+        "| (slope(scan_private) - slope(scan_resident)) / slope(read_seq) |",
         f"| random-write penalty | {_fmt(model.random_write_penalty)} | slope(write_random) / slope(write_seq) |",
         f"| random-read penalty | {_fmt(model.random_read_penalty)} | slope(read_random) / slope(read_seq) |",
         f"| flush throughput | {_fmt(t.get('flush'))} MB/s "
@@ -195,6 +199,7 @@ def print_summary(run: FlushCostRun, model: FlushCostModel, console: Console) ->
     t = model.throughput_mb_s
     console.print(
         f"write_page_cost = {_fmt(model.write_page_cost)}, buffer_scan_cost = {_fmt(model.buffer_scan_cost)}, "
+        f"read_page_cost = {_fmt(model.read_page_cost)}, "
         f"random-write penalty = {_fmt(model.random_write_penalty)}, "
         f"flush {_fmt(t.get('flush'))} MB/s = {_fmt(t.get('flush_to_raw_write_ratio'))} × raw write"
     )

@@ -31,7 +31,7 @@ from pglab.server import server_facts as shared_server_facts
 from pglab.tablespace import Tablespace, scratch_tablespace
 
 EXTENSION = "pg_tempbuf"
-EXTENSION_SETTINGS = ("pg_tempbuf.write_page_cost", "pg_tempbuf.buffer_scan_cost")
+EXTENSION_SETTINGS = ("pg_tempbuf.write_page_cost", "pg_tempbuf.buffer_scan_cost", "pg_tempbuf.read_page_cost")
 
 
 @dataclass

@@ -46,6 +46,8 @@ def model_table(model: FlushCostModel) -> rs.Table:
     rows: list[list[rs.Cell]] = [
         ["write_page_cost", model.write_page_cost, "slope(write_seq) / slope(read_seq); the article: 1.2-1.3"],
         ["buffer_scan_cost", model.buffer_scan_cost, "slope(dry_write per allocated buffer) / slope(read_seq)"],
+        ["read_page_cost", model.read_page_cost,
+         "(slope(scan_private) - slope(scan_resident)) / slope(read_seq): a worker's private read"],
         ["random-write penalty", model.random_write_penalty, "slope(write_random) / slope(write_seq)"],
         ["random-read penalty", model.random_read_penalty, "slope(read_random) / slope(read_seq)"],
         ["flush MB/s", t.get("flush"), "sequential flush throughput"],

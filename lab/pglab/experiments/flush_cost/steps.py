@@ -3,7 +3,8 @@ and fixed at its first use, so each size needs a fresh connection)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,18 @@ from pglab.explain import ExplainResult, parse_explain
 TABLE = "pglab_flush_cost"
 DISPLACER = "pglab_displacer"
 PROBE = "pglab_probe"
+SERIAL_SCAN = {"pg_tempbuf.parallel_scan": "off", "max_parallel_workers_per_gather": "0"}
+# One worker reads every page privately while the leader waits: with the extension's costs at
+# zero, its full scan ties with the stock Seq Scan and wins as the parallel-safe one; the forced
+# single-copy Gather (debug_parallel_query, force_parallel_mode before 16) runs it in a worker.
+# No partial plan: parallel setup is priced out.  The table is clean: nothing to flush.
+ONE_WORKER_PRIVATE_SCAN = {
+    "parallel_setup_cost": "1e9",
+    "max_parallel_workers_per_gather": "1",
+    "pg_tempbuf.write_page_cost": "0",
+    "pg_tempbuf.buffer_scan_cost": "0",
+    "pg_tempbuf.read_page_cost": "0",
+}
 # ~1.9 KB per row stays below the TOAST threshold (~2 KB), so rows are stored inline,
 # uncompressed, and pages fill predictably.
 PAD_BYTES = 1900
@@ -50,9 +63,13 @@ class SizeSession:
     before_read: Callable[[], None] = lambda: None  # e.g. drop the OS page cache
     block_size: int = 8192
     rows_per_page: int = field(default=0, init=False)
+    _last_plan: str = field(default="", init=False)
+    _force_parallel_setting: str = field(default="debug_parallel_query", init=False)
 
     def prepare(self) -> None:
         self.block_size = int(self._scalar("SELECT current_setting('block_size')::int"))
+        version = int(self._scalar("SELECT current_setting('server_version_num')::int"))
+        self._force_parallel_setting = "debug_parallel_query" if version >= 160000 else "force_parallel_mode"
         self.rows_per_page = self._probe_rows_per_page()
 
     # -- the steps -----------------------------------------------------------------------
@@ -89,6 +106,11 @@ class SizeSession:
         self.before_read()
         measure(opt.READ_RANDOM, sql.SQL("pg_read_temp_relation({}::regclass, true)").format(table))
         measure(opt.HIT_CHECK, sql.SQL("pg_read_temp_relation({}::regclass, false)").format(table))
+        count = sql.SQL("count(*) FROM {}").format(sql.Identifier(TABLE))
+        with self._settings(SERIAL_SCAN):
+            measure(opt.SCAN_RESIDENT, count)
+        with self._settings({**ONE_WORKER_PRIVATE_SCAN, self._force_parallel_setting: "on"}):
+            measure(opt.SCAN_PRIVATE, count)
         measure(opt.MARK_DIRTY, sql.SQL("pg_temp_buffers_dirty({}::regclass)").format(table))
         measure(opt.WRITE_RANDOM, sql.SQL("pg_flush_local_buffers()"))
         self._drop_table(TABLE)
@@ -125,6 +147,13 @@ class SizeSession:
             opt.READ_RANDOM: self._read_expectations(e, n, reads_all_with_function),
             opt.DRY_READ: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
             opt.HIT_CHECK: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
+            opt.SCAN_RESIDENT: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
+            # Private reads bypass local buffers: no hit, no read; and a worker did them.
+            opt.SCAN_PRIVATE: [
+                (e.local_hit == 0 and e.local_read == 0, "no local buffer access"),
+                ("Workers Launched: 1" in self._last_plan and "Temp Seq Scan" in self._last_plan,
+                 "one worker launched, running Temp Seq Scan"),
+            ],
             opt.MARK_DIRTY: [(e.local_dirtied == n, f"local dirtied = {n}")],
             opt.WRITE_RANDOM: [
                 (e.local_written == n, f"local written = {n}"),
@@ -153,8 +182,20 @@ class SizeSession:
 
     def _explain(self, call: sql.Composable) -> ExplainResult:
         query = sql.SQL("EXPLAIN (ANALYZE, TIMING OFF, BUFFERS) SELECT {}").format(call)
-        rows = self.conn.execute(query).fetchall()
-        return parse_explain(row[0] for row in rows)
+        lines = [row[0] for row in self.conn.execute(query).fetchall()]
+        self._last_plan = "\n".join(lines)
+        return parse_explain(lines)
+
+    @contextmanager
+    def _settings(self, settings: dict[str, str]) -> Iterator[None]:
+        for name, value in settings.items():
+            self.conn.execute(sql.SQL("SELECT set_config({}, {}, false)").format(
+                sql.Literal(name), sql.Literal(value)))
+        try:
+            yield
+        finally:
+            for name in settings:
+                self.conn.execute(sql.SQL("RESET {}").format(sql.Identifier(*name.split("."))))
 
     def _pool_state(self) -> PoolState:
         row = self.conn.execute(

@@ -24,6 +24,7 @@ FORCE_PARALLEL = (
     "SET min_parallel_table_scan_size = 0",
     "SET pg_tempbuf.write_page_cost = 0",
     "SET pg_tempbuf.buffer_scan_cost = 0",
+    "SET pg_tempbuf.read_page_cost = 0",
 )
 DEFAULT_COSTS = (
     "RESET parallel_setup_cost",
@@ -31,6 +32,7 @@ DEFAULT_COSTS = (
     "RESET min_parallel_table_scan_size",
     "RESET pg_tempbuf.write_page_cost",
     "RESET pg_tempbuf.buffer_scan_cost",
+    "RESET pg_tempbuf.read_page_cost",
 )
 
 
