@@ -751,14 +751,16 @@ wait_for_workers(TempScanState *ts, int nworkers)
  * less than scanning one itself?  Only then do idle workers gain from a
  * write: otherwise the leader gets further by scanning, even alone.  (On a
  * virtual machine whose fresh page-cache memory is slow to touch, a write
- * can cost more than the scan of the page.)  Until both were measured in
- * this pass, it does.
+ * can cost more than the scan of the page.)  Each pass measures a write
+ * first, then a scan.
  */
 static bool
 writing_pays(TempScanState *ts)
 {
-	if (ts->flush.written == 0 || ts->pass_scanned == 0)
+	if (ts->flush.written == 0)
 		return true;
+	if (ts->pass_scanned == 0)
+		return false;
 	return ts->pass_write_ms / ts->flush.written <
 		ts->pass_scan_ms / ts->pass_scanned;
 }
