@@ -81,9 +81,12 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
  * read, about their share of the dirty pages, while they scan, and scans
  * the rest itself from its buffers: the flush then spreads over the run
  * like the rest of the work, except that workers cannot go faster than
- * the pages they need are written.  Workers read privately their share of
- * the pages the leader holds in buffers; the leader copies its own share
- * from there, as cheap as the serial scan's buffer hit.
+ * the pages they need are written; nothing is written when workers copy
+ * the pages the leader holds out of its memory (page_reader.c).  Workers
+ * read privately their share of the pages the leader holds in buffers
+ * (from its memory or from the file: read_page_cost prices whichever this
+ * machine does); the leader copies its own share from its buffers, as
+ * cheap as the serial scan's buffer hit.
  */
 void
 tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
@@ -111,6 +114,10 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 		*run = read_cost;
 		return;
 	}
-	write_cost = tb_write_page_cost * price->dirty_pages * worker_share;
+	/* Workers that copy the leader's pages out of its memory need no write. */
+	if (tb_leader_pages_readable())
+		write_cost = 0;
+	else
+		write_cost = tb_write_page_cost * price->dirty_pages * worker_share;
 	*run = Max(write_cost - cpu_run_cost, write_cost / divisor) + read_cost;
 }

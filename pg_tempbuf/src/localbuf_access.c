@@ -332,6 +332,18 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 }
 
 /*
+ * Where local buffer buf_id (an index, as in TbResidentPage) keeps its page
+ * and its descriptor in this backend's memory, for a worker that copies it
+ * from here (page_reader.c).
+ */
+void
+tb_local_buffer_addresses(int buf_id, uint64 *page_addr, uint64 *desc_addr)
+{
+	*page_addr = (uint64) (uintptr_t) LocalBufferBlockPointers[buf_id];
+	*desc_addr = (uint64) (uintptr_t) GetLocalBufferDescriptor(buf_id);
+}
+
+/*
  * Copy block blkno from the local buffer that held it when pages[] was
  * taken, if it still does; false sends the caller to the file.  The
  * buffer is the newest image of the page, clean or dirty, so the copy is

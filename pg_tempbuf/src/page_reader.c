@@ -19,11 +19,26 @@
  * A page that fails is read again; one that keeps failing is an error,
  * never a wrong answer.
  *
+ * On Linux a worker copies the pages the leader holds in local buffers
+ * straight out of the leader's memory instead (process_vm_readv(2), which
+ * needs the same user and no ptrace restriction between them): no write
+ * by the leader, no read call per page, no checksum, and the buffer is the
+ * newest image of the page.  The copy reads the buffer's descriptor before
+ * and after the page: should the leader have evicted the buffer meanwhile
+ * (say, to read another temporary table through local buffers), the tags
+ * differ, and the page is read from the file, where the eviction wrote it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#endif
+
 #include "miscadmin.h"
+#include "storage/buf_internals.h"
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
@@ -65,4 +80,96 @@ tb_read_page(Relation rel, BlockNumber blkno, char *page, char *scratch)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(100L * (attempt + 1));
 	}
+}
+
+/*
+ * May workers copy pages out of this backend?  pg_tempbuf.copy_from_leader,
+ * and the system's settings, read once per backend; a worker still tests it
+ * (tb_can_read_leader) before relying on it.
+ */
+bool
+tb_leader_pages_readable(void)
+{
+#ifdef __linux__
+	static int	readable = -1;
+
+	if (!tb_copy_from_leader)
+		return false;
+	if (readable < 0)
+	{
+		FILE	   *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+		int			scope = 0;
+
+		if (f != NULL)
+		{
+			if (fscanf(f, "%d", &scope) != 1)
+				scope = 3;
+			fclose(f);
+		}
+		readable = scope == 0 && prctl(PR_GET_DUMPABLE) == 1;
+	}
+	return readable == 1;
+#else
+	return false;
+#endif
+}
+
+/* Worker: can it copy from the leader's memory?  Tried on one descriptor. */
+bool
+tb_can_read_leader(pid_t leader_pid, uint64 desc_addr)
+{
+#ifdef __linux__
+	BufferDesc	desc;
+	struct iovec local = {&desc, sizeof(desc)};
+	struct iovec remote = {(void *) (uintptr_t) desc_addr, sizeof(desc)};
+
+	return process_vm_readv(leader_pid, &local, 1, &remote, 1, 0) == sizeof(desc);
+#else
+	return false;
+#endif
+}
+
+/*
+ * Worker: copy block blkno of rel from the leader's local buffer at
+ * page_addr, whose descriptor is at desc_addr.  False when that buffer no
+ * longer holds the page: the caller reads the file then.
+ */
+bool
+tb_read_leader_page(Relation rel, pid_t leader_pid, uint64 page_addr,
+					uint64 desc_addr, BlockNumber blkno, char *page)
+{
+#ifdef __linux__
+	BufferDesc	before;
+	BufferDesc	after;
+	TbRelFileId file = TbRelationFileId(rel);
+	struct iovec local[3] = {
+		{&before, sizeof(before)}, {page, BLCKSZ}, {&after, sizeof(after)}
+	};
+	struct iovec remote[3] = {
+		{(void *) (uintptr_t) desc_addr, sizeof(before)},
+		{(void *) (uintptr_t) page_addr, BLCKSZ},
+		{(void *) (uintptr_t) desc_addr, sizeof(after)}
+	};
+	ssize_t		n;
+
+	n = process_vm_readv(leader_pid, local, 3, remote, 3, 0);
+	if (n != (ssize_t) (sizeof(before) + BLCKSZ + sizeof(after)))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not copy block %u of temporary table \"%s\" from the leader: %m",
+						blkno, RelationGetRelationName(rel))));
+	for (int i = 0; i < 2; i++)
+	{
+		BufferDesc *desc = i == 0 ? &before : &after;
+		uint32		state = pg_atomic_read_u32(&desc->state);
+
+		if (!(state & BM_VALID) || !TbTagMatchesFileId(&desc->tag, file) ||
+			TbTagForkNum(&desc->tag) != MAIN_FORKNUM || desc->tag.blockNum != blkno)
+			return false;
+	}
+	return true;
+#else
+	elog(ERROR, "copies from the leader's buffers need Linux");
+	return false;
+#endif
 }

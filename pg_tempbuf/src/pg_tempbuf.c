@@ -43,6 +43,7 @@ void		_PG_init(void);
 bool		tb_parallel_scan_enabled = true;
 bool		tb_verify_reread = false;
 bool		tb_debug_sync_start = false;
+bool		tb_copy_from_leader = true;
 double		tb_write_page_cost = DEFAULT_WRITE_PAGE_COST;
 double		tb_buffer_scan_cost = DEFAULT_BUFFER_SCAN_COST;
 double		tb_read_page_cost = DEFAULT_READ_PAGE_COST;
@@ -63,6 +64,15 @@ _PG_init(void)
 							 "Detects torn reads on clusters without data checksums, at the price of a second read.",
 							 &tb_verify_reread,
 							 tb_verify_reread,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_tempbuf.copy_from_leader",
+							 "Lets parallel workers copy the temporary-table pages the leader holds straight out of its memory.",
+							 "Linux only, where the system lets processes of one user read each other (process_vm_readv); "
+							 "otherwise, or when off, the leader writes the dirty pages workers read.",
+							 &tb_copy_from_leader,
+							 tb_copy_from_leader,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

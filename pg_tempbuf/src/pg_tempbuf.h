@@ -21,6 +21,7 @@
 extern bool tb_parallel_scan_enabled;
 extern bool tb_verify_reread;
 extern bool tb_debug_sync_start;
+extern bool tb_copy_from_leader;
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;
@@ -71,6 +72,8 @@ typedef struct TbResidentPage
 
 extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
 										 int *npages);
+extern void tb_local_buffer_addresses(int buf_id, uint64 *page_addr,
+									  uint64 *desc_addr);
 extern bool tb_copy_resident_page(const TbResidentPage *pages, int npages,
 								  TbRelFileId file, ForkNumber fork,
 								  BlockNumber blkno, char *page);
@@ -93,6 +96,10 @@ extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 /* page_reader.c: private page copies */
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
+extern bool tb_leader_pages_readable(void);
+extern bool tb_can_read_leader(pid_t leader_pid, uint64 desc_addr);
+extern bool tb_read_leader_page(Relation rel, pid_t leader_pid, uint64 page_addr,
+								uint64 desc_addr, BlockNumber blkno, char *page);
 
 /* toast_reader.c: out-of-line values fetched through private pages */
 typedef struct TbToastReader TbToastReader;

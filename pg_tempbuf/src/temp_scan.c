@@ -106,8 +106,17 @@ typedef struct TempScanCounters
 	uint64		toast_values;	/* out-of-line values fetched privately */
 	uint64		toast_pages;	/* toast heap and index pages read for them */
 	uint64		buffer_pages;	/* of pages, those the leader copied from its buffers */
+	uint64		leader_pages;	/* of pages, those a worker copied from the leader's */
 	uint64		waits;			/* times a worker waited for the flush */
 } TempScanCounters;
+
+/* A page in the leader's local buffers, for a worker to copy from there. */
+typedef struct LeaderPage
+{
+	uint64		page_addr;
+	uint64		desc_addr;
+	BlockNumber blkno;
+} LeaderPage;
 
 /* Shared state in the parallel query's DSM segment. */
 typedef struct TempScanShared
@@ -135,7 +144,17 @@ typedef struct TempScanShared
 	pg_atomic_uint32 readable_below;
 	pg_atomic_uint32 leader_gone;
 	ConditionVariable flush_progress;
-	pg_atomic_uint32 workers_started;	/* for pg_tempbuf.debug_sync_start */
+	pg_atomic_uint32 workers_started;	/* counted once each tried leader_pages */
+	pg_atomic_uint32 workers_refused;	/* and could not copy from the leader */
+
+	/*
+	 * The table's pages in the leader's local buffers, by block, where the
+	 * leader's memory holds them; nleader_pages is 0 when workers read the
+	 * file only.  The list follows the counters.
+	 */
+	pid_t		leader_pid;
+	int			nleader_pages;
+	Size		leader_pages_offset;
 
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
@@ -183,10 +202,17 @@ typedef struct TempScanState
 	instr_time	high_chunk_start;	/* of the high chunk in hand */
 	BlockNumber high_chunk_pages;
 	bool		start_synced;	/* pg_tempbuf.debug_sync_start done this pass */
+	bool		writes_needed_known;	/* workers_need_writes() answered */
+	long		start_wait_us;	/* waited for that answer, pipelined */
 
 	/* leader: the table's pages in local buffers, copied from there */
 	TbResidentPage *resident;
 	int			nresident;
+
+	/* worker: copies pages the leader holds out of its memory */
+	bool		copies_from_leader;
+	LeaderPage *leader_pages;
+	int			nleader_pages;
 
 	/*
 	 * Private toast fetches: the varlena columns the quals use, fetched
@@ -781,6 +807,30 @@ time_high_chunk(TempScanState *ts)
 }
 
 /*
+ * Leader: do workers need the flush?  Not when each of them copies the
+ * pages the leader holds out of its memory (the others are on disk).  Says
+ * so once every launched worker has tried; until then, *known is false.
+ */
+static bool
+workers_need_writes(TempScanState *ts, bool *known)
+{
+	TempScanShared *shared = ts->shared;
+	int			nworkers = ts->pcxt ? ts->pcxt->nworkers_launched : 0;
+
+	*known = true;
+	if (shared->nleader_pages == 0 ||
+		pg_atomic_read_u32(&shared->workers_refused) > 0)
+		return true;
+	if (pg_atomic_read_u32(&shared->workers_started) >= (uint32) nworkers)
+		return false;
+	*known = false;
+	return true;
+}
+
+/* How long a pipelined leader waits to learn whether workers need writes. */
+#define WORKER_START_WAIT_US	200000L
+
+/*
  * Leader, with DSM: the next chunk.  While a flush that workers follow is
  * under way, the leader writes runs ahead of them (always, when
  * pipelined); in interleaved mode, when they have enough to read or a
@@ -820,12 +870,45 @@ leader_next_chunk(TempScanState *ts)
 								 MAIN_FORKNUM);
 			ts->flush_opened = true;
 			ts->lookahead = 2 * shared->chunk * nworkers;
+			ts->writes_needed_known = false;
+			ts->start_wait_us = 0;
 			ts->pass_write_ms = ts->pass_scan_ms = 0;
 			ts->pass_scanned = 0;
 			ts->high_chunk_pages = 0;
 		}
 
 		range = pg_atomic_read_u64(&shared->range);
+		if (!ts->writes_needed_known)
+		{
+			bool		known;
+
+			if (!workers_need_writes(ts, &known))
+			{
+				/* Every worker copies from the leader: nothing to write. */
+				finish_flush(ts);
+				break;
+			}
+			if (known || ts->start_wait_us >= WORKER_START_WAIT_US)
+				ts->writes_needed_known = true;
+			else if (ts->flush_mode == TB_FLUSH_PIPELINED ||
+					 RANGE_LOW(range) >= RANGE_HIGH(range))
+			{
+				/* Rows may not go up before the writes: wait a little. */
+				CHECK_FOR_INTERRUPTS();
+				pg_usleep(100L);
+				ts->start_wait_us += 100;
+				continue;
+			}
+			else if (claim_high(shared, &ts->chunk_next, &ts->chunk_end))
+			{
+				/* Scan while the workers start, writing nothing yet. */
+				INSTR_TIME_SET_CURRENT(ts->high_chunk_start);
+				ts->high_chunk_pages = ts->chunk_end - ts->chunk_next;
+				return true;
+			}
+			else
+				continue;
+		}
 		if (ts->flush_mode == TB_FLUSH_PIPELINED ||
 			RANGE_LOW(range) >= RANGE_HIGH(range) ||
 			(RANGE_LOW(range) + ts->lookahead >=
@@ -900,7 +983,8 @@ next_block(TempScanState *ts, BlockNumber *blkno)
 		}
 	}
 	*blkno = ts->chunk_next++;
-	if (ts->shared && IsParallelWorker() && !wait_readable(ts, *blkno))
+	if (ts->shared && IsParallelWorker() && !ts->copies_from_leader &&
+		!wait_readable(ts, *blkno))
 	{
 		ts->chunk_next = ts->chunk_end;
 		return false;
@@ -914,6 +998,35 @@ my_counters(TempScanState *ts)
 	if (ts->shared == NULL)
 		return &ts->mine;
 	return &ts->shared->counters[IsParallelWorker() ? 1 + ParallelWorkerNumber : 0];
+}
+
+/*
+ * Worker: copy blkno from the leader's buffers, if it held the page when
+ * the scan started and still does.  Any other page is on disk in its
+ * newest image: it was not in the leader's buffers, or their eviction
+ * wrote it.
+ */
+static bool
+copy_from_leader(TempScanState *ts, BlockNumber blkno)
+{
+	int			lo = 0;
+	int			hi = ts->nleader_pages - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		LeaderPage *lp = &ts->leader_pages[mid];
+
+		if (lp->blkno == blkno)
+			return tb_read_leader_page(ts->css.ss.ss_currentRelation,
+									   ts->shared->leader_pid, lp->page_addr,
+									   lp->desc_addr, blkno, ts->page);
+		if (lp->blkno < blkno)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return false;
 }
 
 /* Read one block privately and collect its tuples visible to the snapshot. */
@@ -931,6 +1044,8 @@ load_page(TempScanState *ts, BlockNumber blkno)
 		tb_copy_resident_page(ts->resident, ts->nresident, TbRelationFileId(rel),
 							  MAIN_FORKNUM, blkno, ts->page))
 		counters->buffer_pages++;
+	else if (ts->copies_from_leader && copy_from_leader(ts, blkno))
+		counters->leader_pages++;
 	else
 		counters->rereads += tb_read_page(rel, blkno, ts->page, ts->scratch);
 	counters->pages++;
@@ -1163,10 +1278,48 @@ temp_scan_rescan(CustomScanState *node)
 }
 
 static Size
+leader_pages_offset(int nworkers)
+{
+	return MAXALIGN(add_size(offsetof(TempScanShared, counters),
+							 mul_size(nworkers + 1, sizeof(TempScanCounters))));
+}
+
+/* Can this partial scan's workers copy pages from the leader's memory? */
+static bool
+offers_leader_pages(TempScanState *ts)
+{
+	return ts->partial && tb_leader_pages_readable();
+}
+
+static Size
 temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return add_size(offsetof(TempScanShared, counters),
-					mul_size(pcxt->nworkers + 1, sizeof(TempScanCounters)));
+	Size		size = leader_pages_offset(pcxt->nworkers);
+
+	/* The pool cannot grow before the scan starts: NLocBuffer bounds the list. */
+	if (offers_leader_pages((TempScanState *) node))
+		size = add_size(size, mul_size(NLocBuffer, sizeof(LeaderPage)));
+	return size;
+}
+
+/* Leader: list the pages a worker may copy from its buffers. */
+static void
+share_leader_pages(TempScanState *ts, TempScanShared *shared)
+{
+	LeaderPage *pages = (LeaderPage *) ((char *) shared + shared->leader_pages_offset);
+
+	shared->leader_pid = MyProcPid;
+	shared->nleader_pages = 0;
+	if (!offers_leader_pages(ts) || shared->leader_only)
+		return;
+	Assert(ts->nresident <= NLocBuffer);
+	for (int i = 0; i < ts->nresident; i++)
+	{
+		tb_local_buffer_addresses(ts->resident[i].buf_id, &pages[i].page_addr,
+								  &pages[i].desc_addr);
+		pages[i].blkno = ts->resident[i].blkno;
+	}
+	shared->nleader_pages = ts->nresident;
 }
 
 static void
@@ -1188,6 +1341,9 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	pg_atomic_init_u32(&shared->leader_gone, 0);
 	ConditionVariableInit(&shared->flush_progress);
 	pg_atomic_init_u32(&shared->workers_started, 0);
+	pg_atomic_init_u32(&shared->workers_refused, 0);
+	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
+	share_leader_pages(ts, shared);
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
 	ts->shared = shared;
@@ -1229,6 +1385,7 @@ collect_counters(TempScanState *ts)
 		ts->totals[i].toast_pages += shared->counters[i].toast_pages;
 		ts->totals[i].buffer_pages += shared->counters[i].buffer_pages;
 		ts->totals[i].waits += shared->counters[i].waits;
+		ts->totals[i].leader_pages += shared->counters[i].leader_pages;
 	}
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (shared->nworkers + 1));
 }
@@ -1251,6 +1408,19 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	ts->shared = coordinate;
 	ts->prepared = true;
 	reset_pass(ts);
+
+	/* Once per worker: the leader's list is the same on every pass. */
+	ts->copies_from_leader = false;
+	if (ts->shared->nleader_pages > 0)
+	{
+		ts->leader_pages = (LeaderPage *) ((char *) ts->shared +
+										   ts->shared->leader_pages_offset);
+		ts->nleader_pages = ts->shared->nleader_pages;
+		ts->copies_from_leader = tb_can_read_leader(ts->shared->leader_pid,
+													ts->leader_pages[0].desc_addr);
+		if (!ts->copies_from_leader)
+			pg_atomic_fetch_add_u32(&ts->shared->workers_refused, 1);
+	}
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
 
 	if (ts->shared->toast_private)
@@ -1325,6 +1495,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	uint64		rereads = 0;
 	uint64		toast_values = 0;
 	uint64		waits = 0;
+	uint64		leader_pages = 0;
 
 	ExplainPropertyText("Scan Mode", ts->partial ? "partial" : "full", es);
 	if (es->costs)
@@ -1359,6 +1530,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		rereads += counts[i].rereads;
 		toast_values += counts[i].toast_values;
 		waits += counts[i].waits;
+		leader_pages += counts[i].leader_pages;
 	}
 	ExplainPropertyText("Pages Read",
 						per_participant(counts, ncounts,
@@ -1374,6 +1546,10 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	}
 	/* Only the leader has buffers to copy from. */
 	ExplainPropertyInteger("Pages From Local Buffers", NULL, counts[0].buffer_pages, es);
+	if (leader_pages > 0)
+		ExplainPropertyText("Pages Copied From Leader",
+							per_participant(counts, ncounts,
+											offsetof(TempScanCounters, leader_pages)), es);
 	if (waits > 0)
 		ExplainPropertyText("Waits For Flush",
 							per_participant(counts, ncounts,

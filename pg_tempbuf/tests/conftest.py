@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -97,3 +99,15 @@ def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None
                 counts[f"workers read pages written by this scan, {mode}"] += 1
         if "Waits For Flush" in node:
             counts[f"workers waited for the flush, {mode}"] += 1
+        if re.search(r"worker \d+=[1-9]", node.get("Pages Copied From Leader", "")):
+            counts[f"workers copied pages from the leader, {mode}"] += 1
+
+
+def leader_copies_unavailable() -> str | None:
+    """None when workers may copy pages out of the leader's memory on this system, else why not."""
+    if sys.platform != "linux":
+        return "process_vm_readv is Linux only"
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    if scope.exists() and scope.read_text().strip() != "0":
+        return f"Yama ptrace_scope is {scope.read_text().strip()}: workers cannot read the leader"
+    return None

@@ -32,10 +32,12 @@ def overwrite(path: Path, block: int, offset: int, data: bytes) -> None:
 def clean_table(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
     """A temp table whose pages are clean in local buffers and equal on disk.
 
-    The leader copies pages it holds from its buffers, so the leader stays out of the scan:
-    every page then comes from the file, through the check under test.
+    The leader copies pages it holds from its buffers, and workers may copy them from the
+    leader's memory: the leader stays out of the scan and workers read the file, so every page
+    comes through the check under test.
     """
     conn.execute("SET parallel_leader_participation = off")
+    conn.execute("SET pg_tempbuf.copy_from_leader = off")
     conn.execute("CREATE TEMP TABLE t AS SELECT g AS x, md5(g::text) AS s FROM generate_series(1, 20000) g")
     conn.execute("ANALYZE t")
     conn.execute("SELECT pg_flush_local_buffers()")

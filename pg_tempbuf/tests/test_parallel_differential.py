@@ -22,11 +22,11 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FORCE_PARALLEL, count_flush_facts, temp_scan_nodes
+from conftest import FORCE_PARALLEL, count_flush_facts, leader_copies_unavailable, temp_scan_nodes
 from mvcc_history import history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
 
-EXAMPLES = int(os.environ.get("PGTB_DIFF_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("PGTB_DIFF_EXAMPLES", "80"))
 
 @st.composite
 def query(draw: st.DrawFn) -> tuple[str, bool]:
@@ -62,6 +62,7 @@ class Case:
     leader_participation: bool
     verify_reread: bool
     sync_start: bool  # the leader waits for workers: they then read even a small table
+    copy_from_leader: bool  # workers copy resident pages from the leader's memory, where allowed
     history: list[list[str]]
     open_tx: list[str]
     open_subtx: list[str]
@@ -76,9 +77,10 @@ def case(draw: st.DrawFn) -> Case:
         temp_buffers=draw(st.sampled_from([100, 1024, 16384])),
         wide=wide,
         add_column=draw(st.booleans()),
-        leader_participation=draw(st.booleans()),
+        leader_participation=draw(st.sampled_from([True, False])),  # hypothesis tries True first
         verify_reread=draw(st.booleans()),
-        sync_start=draw(st.booleans()),
+        sync_start=draw(st.sampled_from([True, False])),  # hypothesis tries True first
+        copy_from_leader=draw(st.booleans()),
         history=draw(st.lists(history_step(wide), min_size=1, max_size=6)),
         open_tx=draw(st.lists(statement(wide), max_size=3)),
         open_subtx=draw(st.lists(statement(wide), max_size=3)),
@@ -126,6 +128,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET parallel_leader_participation = {'on' if c.leader_participation else 'off'}")
             conn.execute(f"SET pg_tempbuf.verify_reread = {'on' if c.verify_reread else 'off'}")
             conn.execute(f"SET pg_tempbuf.debug_sync_start = {'on' if c.sync_start else 'off'}")
+            conn.execute(f"SET pg_tempbuf.copy_from_leader = {'on' if c.copy_from_leader else 'off'}")
             setup_tables(conn, c)
             replay_history(conn, c.history)
             open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx)
@@ -160,5 +163,9 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
                     for mode in ("interleaved", "pipelined", "upfront")}
     assert written_read["upfront"] > 0, used
     assert written_read["interleaved"] + written_read["pipelined"] > 0, used
+    if leader_copies_unavailable() is None:
+        assert sum(n for fact, n in used.items() if fact.startswith("workers copied pages")) > 0, used
+    else:
+        print(f"  no copies from the leader: {leader_copies_unavailable()}")
     if EXAMPLES >= 200:  # rarer: each needs a dirty table and a plan shape
         assert written_read["interleaved"] > 0 and written_read["pipelined"] > 0, used

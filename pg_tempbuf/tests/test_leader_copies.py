@@ -1,0 +1,91 @@
+"""Workers copying the pages the leader holds out of its memory (process_vm_readv, Linux).
+
+Where the system lets processes of one user read each other, a partial scan's workers copy the
+table's resident pages from the leader's local buffers: the leader writes nothing and the table
+stays dirty.  Elsewhere (Yama ptrace_scope above 0, not Linux) the tests say so and skip.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import psycopg
+import pytest
+
+from conftest import force_parallel, leader_copies_unavailable, temp_scan_nodes
+
+QUERY = "SELECT count(*), sum(x), count(DISTINCT s) FROM t WHERE s LIKE '%a%'"
+
+
+pytestmark = pytest.mark.skipif(leader_copies_unavailable() is not None,
+                                reason=str(leader_copies_unavailable()))
+
+
+def worker_counts(node: dict[str, Any], field: str) -> int:
+    return sum(int(n) for n in re.findall(r"worker \d+=(\d+)", node.get(field, "")))
+
+
+def dirty_pages(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_local_buffers WHERE relfilenode = pg_relation_filenode('t') "
+        "AND relforknumber = 0 AND isdirty").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def serial_result(conn: psycopg.Connection[Any]) -> list[Any]:
+    conn.execute("SET pg_tempbuf.parallel_scan = off")
+    rows = conn.execute(QUERY).fetchall()
+    conn.execute("SET pg_tempbuf.parallel_scan = on")
+    return rows
+
+
+def new_dirty_table(conn: psycopg.Connection[Any], rows: int = 40000) -> None:
+    conn.execute("DROP TABLE IF EXISTS t")
+    conn.execute("CREATE TEMP TABLE t AS SELECT g AS x, md5(g::text) AS s FROM generate_series(1, %s) g",
+                 (rows,))
+    conn.execute("ANALYZE t")
+
+
+def test_workers_copy_dirty_pages_and_nothing_is_written(preloaded_cluster: Any) -> None:
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        force_parallel(conn)
+        conn.execute("SET pg_tempbuf.debug_sync_start = on")
+        new_dirty_table(conn)
+        dirty = dirty_pages(conn)
+        assert dirty > 100
+        (node,) = temp_scan_nodes(conn, QUERY)
+        assert node["Flush Mode"] == "interleaved"
+        assert node["Pages Flushed"] == 0
+        assert worker_counts(node, "Pages Copied From Leader") > 0, node
+        assert dirty_pages(conn) == dirty  # the table is as it was
+        parallel = conn.execute(QUERY).fetchall()
+        assert parallel == serial_result(conn)
+
+
+def test_pages_not_in_the_leaders_buffers_come_from_the_file(preloaded_cluster: Any) -> None:
+    """temp_buffers far below the table: most pages were written out as the table grew."""
+    with preloaded_cluster.connect(options="-c temp_buffers=800kB") as conn:
+        force_parallel(conn)
+        conn.execute("SET pg_tempbuf.debug_sync_start = on")
+        new_dirty_table(conn, rows=60000)
+        (node,) = temp_scan_nodes(conn, QUERY)
+        pages = sum(int(n) for n in re.findall(r"=(\d+)", node["Pages Read"]))
+        copied = worker_counts(node, "Pages Copied From Leader")
+        from_buffers = node["Pages From Local Buffers"]
+        assert copied + from_buffers <= 100  # at most the 100 buffers of the pool
+        assert pages > copied + from_buffers  # the rest came from the file
+        assert conn.execute(QUERY).fetchall() == serial_result(conn)
+
+
+def test_copy_from_leader_off_makes_the_leader_write(preloaded_cluster: Any) -> None:
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        force_parallel(conn)
+        conn.execute("SET pg_tempbuf.debug_sync_start = on")
+        conn.execute("SET pg_tempbuf.copy_from_leader = off")
+        new_dirty_table(conn)
+        (node,) = temp_scan_nodes(conn, QUERY)
+        assert "Pages Copied From Leader" not in node
+        assert node["Pages Flushed"] > 0
+        assert conn.execute(QUERY).fetchall() == serial_result(conn)
