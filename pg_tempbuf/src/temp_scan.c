@@ -11,8 +11,14 @@
  * side of a join in a parallel plan, say).
  *
  * Life of one execution:
- *	- Every block a worker reads must be on disk in its newest image first
- *	  (only main-fork pages: the scan reads nothing else).  The leader of a
+ *	- On Linux, where the system allows it, workers of a partial scan copy
+ *	  the pages the leader holds straight out of its local buffers
+ *	  (page_reader.c), from a list of them the leader puts in the shared
+ *	  state; pages not in its buffers are on disk already.  Then nothing
+ *	  below is written.
+ *	- Otherwise every block a worker reads must be on disk in its newest
+ *	  image first (only main-fork pages: the scan reads nothing else).
+ *	  The leader of a
  *	  partial scan that an aggregate or sort drains (plan_walk.c decides)
  *	  writes dirty runs just ahead of the workers, who take chunks from the
  *	  low end of the table, and meanwhile scans chunks from the high end
