@@ -323,6 +323,7 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 		{
 			pages[n].blkno = bufHdr->tag.blockNum;
 			pages[n].buf_id = i;
+			pages[n].dirty = (buf_state & BM_DIRTY) != 0;
 			n++;
 		}
 	}
@@ -354,7 +355,7 @@ tb_copy_resident_page(const TbResidentPage *pages, int npages,
 					  TbRelFileId file, ForkNumber fork, BlockNumber blkno,
 					  char *page)
 {
-	TbResidentPage key = {blkno, 0};
+	TbResidentPage key = {blkno, 0, false};
 	const TbResidentPage *found;
 	BufferDesc *bufHdr;
 

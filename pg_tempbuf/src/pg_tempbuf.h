@@ -68,6 +68,7 @@ typedef struct TbResidentPage
 {
 	BlockNumber blkno;
 	int			buf_id;
+	bool		dirty;			/* when listed */
 } TbResidentPage;
 
 extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,

@@ -1308,11 +1308,16 @@ temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	return size;
 }
 
-/* Leader: list the pages a worker may copy from its buffers. */
+/*
+ * Leader: list the pages a worker copies from its buffers: the dirty ones.
+ * A clean page is the same on disk, and a read call costs a worker about
+ * what a copy does (less without checksums, as pglab flush-cost measures).
+ */
 static void
 share_leader_pages(TempScanState *ts, TempScanShared *shared)
 {
 	LeaderPage *pages = (LeaderPage *) ((char *) shared + shared->leader_pages_offset);
+	int			n = 0;
 
 	shared->leader_pid = MyProcPid;
 	shared->nleader_pages = 0;
@@ -1321,11 +1326,14 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 	Assert(ts->nresident <= NLocBuffer);
 	for (int i = 0; i < ts->nresident; i++)
 	{
-		tb_local_buffer_addresses(ts->resident[i].buf_id, &pages[i].page_addr,
-								  &pages[i].desc_addr);
-		pages[i].blkno = ts->resident[i].blkno;
+		if (!ts->resident[i].dirty)
+			continue;
+		tb_local_buffer_addresses(ts->resident[i].buf_id, &pages[n].page_addr,
+								  &pages[n].desc_addr);
+		pages[n].blkno = ts->resident[i].blkno;
+		n++;
 	}
-	shared->nleader_pages = ts->nresident;
+	shared->nleader_pages = n;
 }
 
 static void
