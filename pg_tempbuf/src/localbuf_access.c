@@ -282,31 +282,9 @@ tb_evict_local_buffers(Relation rel)
 }
 
 /*
- * Block numbers of the pages of one fork of a relation that are in the
- * pool now, in pool order.  Collected before touching any of them, since
- * reading a page may evict another.
- */
-BlockNumber *
-tb_resident_blocks(TbRelFileId file, ForkNumber fork, int *nblocks)
-{
-	BlockNumber *blocks = palloc(sizeof(BlockNumber) * Max(NLocBuffer, 1));
-	int			n = 0;
-
-	for (int i = 0; i < NLocBuffer; i++)
-	{
-		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
-
-		if ((buf_state & BM_VALID) && in_scope(bufHdr, &file, fork))
-			blocks[n++] = bufHdr->tag.blockNum;
-	}
-	*nblocks = n;
-	return blocks;
-}
-
-/*
  * The local buffers that hold pages of one fork of a relation now, sorted
- * by block, for tb_copy_resident_page().
+ * by block, for tb_copy_resident_page().  Collected before touching any of
+ * them, since reading a page may evict another.
  */
 TbResidentPage *
 tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)

@@ -161,24 +161,24 @@ Datum
 pg_temp_buffers_dirty(PG_FUNCTION_ARGS)
 {
 	Relation	rel = open_own_temp_table(PG_GETARG_OID(0));
-	int			nblocks;
-	BlockNumber *blocks = tb_resident_blocks(TbRelationFileId(rel),
-											 MAIN_FORKNUM, &nblocks);
+	int			npages;
+	TbResidentPage *pages = tb_resident_pages(TbRelationFileId(rel),
+											  MAIN_FORKNUM, &npages);
 
-	for (int i = 0; i < nblocks; i++)
+	for (int i = 0; i < npages; i++)
 	{
 		Buffer		buf;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blocks[i], RBM_NORMAL, NULL);
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, pages[i].blkno, RBM_NORMAL, NULL);
 		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 		MarkBufferDirty(buf);
 		UnlockReleaseBuffer(buf);
 	}
 
-	pfree(blocks);
+	pfree(pages);
 	relation_close(rel, AccessShareLock);
-	PG_RETURN_INT64(nblocks);
+	PG_RETURN_INT64(npages);
 }
 
 /* Evict one temp table's pages, or every page for a NULL argument. */

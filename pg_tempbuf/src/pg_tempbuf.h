@@ -42,8 +42,6 @@ extern void tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 								   TbLocalBufferCounts *counts);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern int64 tb_evict_local_buffers(Relation rel);
-extern BlockNumber *tb_resident_blocks(TbRelFileId file, ForkNumber fork,
-									   int *nblocks);
 
 /* One relation's dirty pages, written a run at a time, in file order. */
 typedef struct TbFlushCursor

@@ -663,9 +663,13 @@ chunk_size(BlockNumber nblocks, int nparticipants)
 	return Max(1, Min(chunk, 64));
 }
 
-/* Take the next chunk from the low end of the blocks left. */
+/*
+ * Take the next chunk of the blocks left: from the low end, as everybody
+ * does, or (the leader, interleaved mode) from the high end.
+ */
 static bool
-claim_low(TempScanShared *shared, BlockNumber *start, BlockNumber *end)
+claim_chunk(TempScanShared *shared, bool from_high, BlockNumber *start,
+			BlockNumber *end)
 {
 	uint64		range = pg_atomic_read_u64(&shared->range);
 
@@ -678,38 +682,12 @@ claim_low(TempScanShared *shared, BlockNumber *start, BlockNumber *end)
 		if (low >= high)
 			return false;
 		n = Min(shared->chunk, high - low);
+		*start = from_high ? high - n : low;
+		*end = *start + n;
 		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
+										   from_high ? RANGE(low, high - n) :
 										   RANGE(low + n, high)))
-		{
-			*start = low;
-			*end = low + n;
 			return true;
-		}
-	}
-}
-
-/* Leader, interleaved mode: take a chunk from the high end. */
-static bool
-claim_high(TempScanShared *shared, BlockNumber *start, BlockNumber *end)
-{
-	uint64		range = pg_atomic_read_u64(&shared->range);
-
-	for (;;)
-	{
-		BlockNumber low = RANGE_LOW(range);
-		BlockNumber high = RANGE_HIGH(range);
-		BlockNumber n;
-
-		if (low >= high)
-			return false;
-		n = Min(shared->chunk, high - low);
-		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
-										   RANGE(low, high - n)))
-		{
-			*start = high - n;
-			*end = high;
-			return true;
-		}
 	}
 }
 
@@ -795,6 +773,17 @@ writing_pays(TempScanState *ts)
 		return false;
 	return ts->pass_write_ms / ts->flush.written <
 		ts->pass_scan_ms / ts->pass_scanned;
+}
+
+/* Interleaved mode: the leader takes a chunk from the high end, timed. */
+static bool
+take_high_chunk(TempScanState *ts)
+{
+	if (!claim_chunk(ts->shared, true, &ts->chunk_next, &ts->chunk_end))
+		return false;
+	INSTR_TIME_SET_CURRENT(ts->high_chunk_start);
+	ts->high_chunk_pages = ts->chunk_end - ts->chunk_next;
+	return true;
 }
 
 /* Interleaved mode: the leader is done with the high chunk it held. */
@@ -905,13 +894,8 @@ leader_next_chunk(TempScanState *ts)
 				ts->start_wait_us += 100;
 				continue;
 			}
-			else if (claim_high(shared, &ts->chunk_next, &ts->chunk_end))
-			{
-				/* Scan while the workers start, writing nothing yet. */
-				INSTR_TIME_SET_CURRENT(ts->high_chunk_start);
-				ts->high_chunk_pages = ts->chunk_end - ts->chunk_next;
-				return true;
-			}
+			else if (take_high_chunk(ts))
+				return true;	/* scan while the workers start, writing nothing yet */
 			else
 				continue;
 		}
@@ -921,14 +905,10 @@ leader_next_chunk(TempScanState *ts)
 			 pg_atomic_read_u32(&shared->readable_below) &&
 			 writing_pays(ts)))
 			flush_step(ts);
-		else if (claim_high(shared, &ts->chunk_next, &ts->chunk_end))
-		{
-			INSTR_TIME_SET_CURRENT(ts->high_chunk_start);
-			ts->high_chunk_pages = ts->chunk_end - ts->chunk_next;
+		else if (take_high_chunk(ts))
 			return true;
-		}
 	}
-	return claim_low(shared, &ts->chunk_next, &ts->chunk_end);
+	return claim_chunk(shared, false, &ts->chunk_next, &ts->chunk_end);
 }
 
 /*
@@ -971,7 +951,7 @@ next_block(TempScanState *ts, BlockNumber *blkno)
 			bool		found;
 
 			if (IsParallelWorker())
-				found = claim_low(ts->shared, &ts->chunk_next, &ts->chunk_end);
+				found = claim_chunk(ts->shared, false, &ts->chunk_next, &ts->chunk_end);
 			else
 				found = leader_next_chunk(ts);
 			if (!found)
