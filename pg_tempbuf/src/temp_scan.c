@@ -1526,28 +1526,22 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		waits += counts[i].waits;
 		leader_pages += counts[i].leader_pages;
 	}
-	ExplainPropertyText("Pages Read",
-						per_participant(counts, ncounts,
-										offsetof(TempScanCounters, pages)), es);
+#define EXPLAIN_PER_PARTICIPANT(label, field) \
+	ExplainPropertyText((label), \
+						per_participant(counts, ncounts, offsetof(TempScanCounters, field)), es)
+	EXPLAIN_PER_PARTICIPANT("Pages Read", pages);
 	if (toast_values > 0)
 	{
-		ExplainPropertyText("Toast Values Fetched",
-							per_participant(counts, ncounts,
-											offsetof(TempScanCounters, toast_values)), es);
-		ExplainPropertyText("Toast Pages Read",
-							per_participant(counts, ncounts,
-											offsetof(TempScanCounters, toast_pages)), es);
+		EXPLAIN_PER_PARTICIPANT("Toast Values Fetched", toast_values);
+		EXPLAIN_PER_PARTICIPANT("Toast Pages Read", toast_pages);
 	}
 	/* Only the leader has buffers to copy from. */
 	ExplainPropertyInteger("Pages From Local Buffers", NULL, counts[0].buffer_pages, es);
 	if (leader_pages > 0)
-		ExplainPropertyText("Pages Copied From Leader",
-							per_participant(counts, ncounts,
-											offsetof(TempScanCounters, leader_pages)), es);
+		EXPLAIN_PER_PARTICIPANT("Pages Copied From Leader", leader_pages);
 	if (waits > 0)
-		ExplainPropertyText("Waits For Flush",
-							per_participant(counts, ncounts,
-											offsetof(TempScanCounters, waits)), es);
+		EXPLAIN_PER_PARTICIPANT("Waits For Flush", waits);
+#undef EXPLAIN_PER_PARTICIPANT
 	if (rereads > 0)
 		ExplainPropertyInteger("Page Rereads", NULL, rereads, es);
 }
