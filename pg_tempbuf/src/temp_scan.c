@@ -193,7 +193,8 @@ typedef struct TempScanState
 	ParallelContext *pcxt;
 	TbFlushMode flush_mode;		/* this pass's */
 	bool		flushing;		/* a flush workers wait on is not over */
-	bool		flush_opened;
+	bool		pass_started;	/* the leader has sized this pass's flush */
+	bool		flush_opened;	/* and collected the pages it writes */
 	TbFlushCursor flush;
 	BlockNumber lookahead;		/* blocks to keep readable ahead of workers */
 
@@ -612,6 +613,7 @@ temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 			flush_table(ts);
 		ts->flush_mode = mode;
 		ts->flushing = mode != TB_FLUSH_UPFRONT;
+		ts->pass_started = false;
 		ts->flush_opened = false;
 		remember_resident_pages(ts);
 	}
@@ -723,6 +725,14 @@ flush_step(TempScanState *ts)
 	instr_time	duration;
 
 	INSTR_TIME_SET_CURRENT(start);
+	/* Collected at the first write: with copies from the leader there is none. */
+	if (!ts->flush_opened)
+	{
+		tb_flush_cursor_open(&ts->flush,
+							 TbRelationFileId(ts->css.ss.ss_currentRelation),
+							 MAIN_FORKNUM);
+		ts->flush_opened = true;
+	}
 	(void) tb_flush_cursor_write_run(&ts->flush, high);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
@@ -850,7 +860,7 @@ leader_next_chunk(TempScanState *ts)
 	{
 		uint64		range;
 
-		if (!ts->flush_opened)
+		if (!ts->pass_started)
 		{
 			int			nworkers = ts->pcxt ? ts->pcxt->nworkers_launched : 0;
 
@@ -860,10 +870,8 @@ leader_next_chunk(TempScanState *ts)
 				finish_flush(ts);
 				break;
 			}
-			tb_flush_cursor_open(&ts->flush,
-								 TbRelationFileId(ts->css.ss.ss_currentRelation),
-								 MAIN_FORKNUM);
-			ts->flush_opened = true;
+			ts->pass_started = true;
+			ts->flush.written = 0;
 			ts->lookahead = 2 * shared->chunk * nworkers;
 			ts->writes_needed_known = false;
 			ts->start_wait_us = 0;
