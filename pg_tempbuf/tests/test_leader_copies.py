@@ -15,7 +15,7 @@ import pytest
 
 from conftest import force_parallel, leader_copies_unavailable, temp_scan_nodes
 
-QUERY = "SELECT count(*), sum(x), count(DISTINCT s) FROM t WHERE s LIKE '%a%'"
+QUERY = "SELECT count(*), sum(x), max(s) FROM t WHERE s LIKE '%a%'"
 
 
 pytestmark = pytest.mark.skipif(leader_copies_unavailable() is not None,
@@ -56,7 +56,7 @@ def test_workers_copy_dirty_pages_and_nothing_is_written(preloaded_cluster: Any)
         dirty = dirty_pages(conn)
         assert dirty > 100
         (node,) = temp_scan_nodes(conn, QUERY)
-        assert node["Flush Mode"] == "interleaved"
+        assert node["Flush Mode"] == "interleaved"  # a partial aggregate drains the scan
         assert node["Pages Flushed"] == 0
         assert worker_counts(node, "Pages Copied From Leader") > 0, node
         assert dirty_pages(conn) == dirty  # the table is as it was
