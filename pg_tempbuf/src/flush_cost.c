@@ -36,23 +36,29 @@
 double
 tb_flush_cost(Relation rel, int *dirty_pages)
 {
-	TbLocalBufferCounts pool;
-	TbLocalBufferCounts scope;
+	TbScanPrice price;
 
-	tb_count_local_buffers(NULL, InvalidForkNumber, &pool);
 	if (rel != NULL)
-	{
-		TbRelFileId file = TbRelationFileId(rel);
-
-		tb_count_local_buffers(&file, MAIN_FORKNUM, &scope);
-	}
+		tb_temp_scan_price(rel, &price);
 	else
-		scope = pool;
+	{
+		TbLocalBufferCounts pool;
 
+		tb_count_local_buffers(NULL, InvalidForkNumber, &pool);
+		price.dirty_pages = pool.dirty;
+		price.pool_pages = pool.allocated;
+	}
 	if (dirty_pages)
-		*dirty_pages = scope.dirty;
-	return tb_write_page_cost * scope.dirty +
-		tb_buffer_scan_cost * pool.allocated;
+		*dirty_pages = price.dirty_pages;
+	return tb_priced_flush(&price);
+}
+
+/* The flush of price's dirty pages, pool walk included: the formula above. */
+double
+tb_priced_flush(const TbScanPrice *price)
+{
+	return tb_write_page_cost * price->dirty_pages +
+		tb_buffer_scan_cost * price->pool_pages;
 }
 
 /* The state of the pool a Temp Seq Scan of rel would start from. */
@@ -97,11 +103,10 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	Cost		write_cost;
 	Cost		read_cost;
 
-	*startup = tb_buffer_scan_cost * price->pool_pages;
 	if (!partial)
 	{
 		/* The leader's copy is the serial scan's cost; a worker reads. */
-		*startup += tb_write_page_cost * price->dirty_pages;
+		*startup = tb_priced_flush(price);
 		*run = tb_read_page_cost * price->resident_pages;
 		return;
 	}
@@ -110,10 +115,11 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	read_cost = tb_read_page_cost * price->resident_pages * worker_share / divisor;
 	if (price->upfront || !parallel_leader_participation)
 	{
-		*startup += tb_write_page_cost * price->dirty_pages;
+		*startup = tb_priced_flush(price);
 		*run = read_cost;
 		return;
 	}
+	*startup = tb_buffer_scan_cost * price->pool_pages;
 	/* Workers that copy the leader's pages out of its memory need no write. */
 	if (tb_leader_pages_readable())
 		write_cost = 0;

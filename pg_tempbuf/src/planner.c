@@ -423,7 +423,6 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	supported = scan_columns_supported(rel, relation, &toast_sensitive);
 	if (toast_sensitive && planning.inspects_storage)
 		supported = false;
-	flush_cost = tb_flush_cost(relation, NULL);
 	tb_temp_scan_price(relation, &price);
 
 	/*
@@ -438,8 +437,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 		price.dirty_pages += toast_dirty;
 		price.upfront = tb_toast_has_data(relation);
-		flush_cost += tb_write_page_cost * toast_dirty;
 	}
+	flush_cost = tb_priced_flush(&price);
 	table_close(relation, NoLock);
 	if (!supported)
 		return;

@@ -131,7 +131,6 @@ typedef struct TempScanShared
 	BlockNumber chunk;			/* blocks taken from range at a time */
 	bool		leader_only;
 	bool		toast_private;	/* participants fetch out-of-line values */
-	TbFlushMode flush_mode;
 
 	/*
 	 * Blocks not handed out yet.  Everybody takes chunks from the low end;
@@ -191,7 +190,7 @@ typedef struct TempScanState
 
 	/* leader: the flush done as workers go (pipelined, interleaved) */
 	ParallelContext *pcxt;
-	TbFlushMode flush_mode;		/* this pass's */
+	TbFlushMode flush_mode;		/* this pass's (the last one's, for EXPLAIN) */
 	bool		flushing;		/* a flush workers wait on is not over */
 	bool		pass_started;	/* the leader has sized this pass's flush */
 	bool		flush_opened;	/* and collected the pages it writes */
@@ -218,8 +217,7 @@ typedef struct TempScanState
 
 	/* worker: copies pages the leader holds out of its memory */
 	bool		copies_from_leader;
-	LeaderPage *leader_pages;
-	int			nleader_pages;
+	LeaderPage *leader_pages;	/* in the shared state */
 
 	/*
 	 * Private toast fetches: the varlena columns the quals use, fetched
@@ -249,7 +247,6 @@ typedef struct TempScanState
 	/* kept for EXPLAIN */
 	int64		pages_flushed;
 	double		flush_ms;
-	TbFlushMode explain_flush_mode;
 	TempScanCounters mine;		/* without DSM */
 	TempScanCounters *totals;	/* per participant, summed over passes */
 	int			ntotals;
@@ -693,13 +690,20 @@ claim_chunk(TempScanShared *shared, bool from_high, BlockNumber *start,
 	}
 }
 
-/* Leader: the flush that workers wait on is over; let them all go. */
+/*
+ * Leader: the flush that workers wait on is over; let them all go.  Should
+ * the leader end its part before the flush did (completed false), they
+ * stop instead of reading.
+ */
 static void
-finish_flush(TempScanState *ts)
+finish_flush(TempScanState *ts, bool completed)
 {
 	TempScanShared *shared = ts->shared;
 
-	pg_atomic_exchange_u32(&shared->readable_below, ALL_READABLE);
+	if (completed)
+		pg_atomic_exchange_u32(&shared->readable_below, ALL_READABLE);
+	else
+		pg_atomic_exchange_u32(&shared->leader_gone, 1);
 	ConditionVariableBroadcast(&shared->flush_progress);
 	if (ts->flush_opened)
 	{
@@ -741,7 +745,7 @@ flush_step(TempScanState *ts)
 
 	next = tb_flush_cursor_next_block(&ts->flush);
 	if (next == InvalidBlockNumber || next >= high)
-		finish_flush(ts);
+		finish_flush(ts, true);
 	else
 	{
 		/* The exchange is a full barrier: the write is done before this. */
@@ -867,7 +871,7 @@ leader_next_chunk(TempScanState *ts)
 			/* No worker started: the leader reads everything from its buffers. */
 			if (nworkers == 0)
 			{
-				finish_flush(ts);
+				finish_flush(ts, true);
 				break;
 			}
 			ts->pass_started = true;
@@ -888,7 +892,7 @@ leader_next_chunk(TempScanState *ts)
 			if (!workers_need_writes(ts, &known))
 			{
 				/* Every worker copies from the leader: nothing to write. */
-				finish_flush(ts);
+				finish_flush(ts, true);
 				break;
 			}
 			if (known || ts->start_wait_us >= WORKER_START_WAIT_US)
@@ -1000,27 +1004,27 @@ my_counters(TempScanState *ts)
  * newest image: it was not in the leader's buffers, or their eviction
  * wrote it.
  */
+static int
+compare_leader_pages(const void *a, const void *b)
+{
+	BlockNumber ba = ((const LeaderPage *) a)->blkno;
+	BlockNumber bb = ((const LeaderPage *) b)->blkno;
+
+	return (ba > bb) - (ba < bb);
+}
+
 static bool
 copy_from_leader(TempScanState *ts, BlockNumber blkno)
 {
-	int			lo = 0;
-	int			hi = ts->nleader_pages - 1;
+	LeaderPage	key = {0, 0, blkno};
+	LeaderPage *lp = bsearch(&key, ts->leader_pages, ts->shared->nleader_pages,
+							 sizeof(LeaderPage), compare_leader_pages);
 
-	while (lo <= hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		LeaderPage *lp = &ts->leader_pages[mid];
-
-		if (lp->blkno == blkno)
-			return tb_read_leader_page(ts->css.ss.ss_currentRelation,
-									   ts->shared->leader_pid, lp->page_addr,
-									   lp->desc_addr, blkno, ts->page);
-		if (lp->blkno < blkno)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return false;
+	if (lp == NULL)
+		return false;
+	return tb_read_leader_page(ts->css.ss.ss_currentRelation,
+							   ts->shared->leader_pid, lp->page_addr,
+							   lp->desc_addr, blkno, ts->page);
 }
 
 /* Read one block privately and collect its tuples visible to the snapshot. */
@@ -1336,7 +1340,6 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
 	shared->leader_only = ts->leader_only_reason != NULL;
 	shared->toast_private = ts->toast != NULL;
-	shared->flush_mode = ts->flush_mode;
 	pg_atomic_init_u64(&shared->range, RANGE(0, ts->nblocks));
 	pg_atomic_init_u32(&shared->readable_below,
 					   ts->flushing ? 0 : ALL_READABLE);
@@ -1351,7 +1354,6 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	ts->shared = shared;
 	ts->pcxt = pcxt;
 	ts->start_synced = false;
-	ts->explain_flush_mode = ts->flush_mode;
 
 	/* Gather launches workers right after this: make it launch none. */
 	if (shared->leader_only)
@@ -1417,7 +1419,6 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	{
 		ts->leader_pages = (LeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
-		ts->nleader_pages = ts->shared->nleader_pages;
 		ts->copies_from_leader = tb_can_read_leader(ts->shared->leader_pid,
 													ts->leader_pages[0].desc_addr);
 		if (!ts->copies_from_leader)
@@ -1448,17 +1449,7 @@ temp_scan_shutdown(CustomScanState *node)
 	{
 		/* Workers still waiting for a flush the leader will not finish. */
 		if (ts->flushing)
-		{
-			pg_atomic_exchange_u32(&ts->shared->leader_gone, 1);
-			ConditionVariableBroadcast(&ts->shared->flush_progress);
-			if (ts->flush_opened)
-			{
-				ts->pages_flushed += ts->flush.written;
-				tb_flush_cursor_close(&ts->flush);
-				ts->flush_opened = false;
-			}
-			ts->flushing = false;
-		}
+			finish_flush(ts, false);
 		collect_counters(ts);
 	}
 	/* The segment goes away after this. */
@@ -1509,7 +1500,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		return;
 
 	if (ts->partial && ts->totals)
-		ExplainPropertyText("Flush Mode", flush_mode_names[ts->explain_flush_mode], es);
+		ExplainPropertyText("Flush Mode", flush_mode_names[ts->flush_mode], es);
 	ExplainPropertyInteger("Pages Flushed", NULL, ts->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);
