@@ -15,8 +15,13 @@ SELECT name, setting, unit, context, vartype, min_val, max_val, boot_val
 SET pg_tempbuf.write_page_cost = -1;
 SET pg_tempbuf.buffer_scan_cost = -0.5;
 SET pg_tempbuf.write_page_cost = 'fast';
+SET pg_tempbuf.read_page_cost = -0.1;
+SET pg_tempbuf.read_page_cost = NULL;
+SET pg_tempbuf.copy_from_leader = 'sometimes';
 SET pg_tempbuf.no_such_setting = 1;
 SHOW pg_tempbuf.write_page_cost;
+SHOW pg_tempbuf.read_page_cost;
+SHOW pg_tempbuf.copy_from_leader;
 
 SET temp_buffers = '1MB';
 -- No dirty page, no cost beyond the pool scan.
