@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,12 +81,12 @@ def test_real_sessions_tiny(tmp_path: Path, pg_config_path: str) -> None:
     results = json.loads((out / "results.json").read_text())
     sessions = results["sessions"]
     assert sessions["temp_buffers"] == "64MB" and sessions["repetitions"] == 2
-    guc_known = sessions["bound_guc_known"]
+    guc_known = sessions["copy_guc_known"]
     with (out / "sessions_raw.csv").open() as f:
         raw = list(csv.DictReader(f))
     ran = {(r["case"], r["query"]) for r in raw}
-    expected_cases = {"fresh_ctas", "steps"} | ({"over_bound"} if guc_known else set())
-    assert {case for case, _ in ran} <= expected_cases and {"fresh_ctas", "steps"} <= {c for c, _ in ran}
+    expected_cases = {"fresh_ctas", "steps"} | ({"no_copies"} if guc_known else set())
+    assert {case for case, _ in ran} == expected_cases
     for case, query in ran:
         runs = [r for r in raw if (r["case"], r["query"]) == (case, query)]
         assert sorted(r["config"] for r in runs) == sorted(["off", "chosen", "forced"] * 2), (case, query)
@@ -102,14 +103,19 @@ def test_real_sessions_tiny(tmp_path: Path, pg_config_path: str) -> None:
     assert "## Real sessions" in summary and "Acceptance line" in summary
     stdout = " ".join(result.stdout.split())
     skipped = [c for c in cases if c["status"] == "skipped"]
-    if not guc_known:
-        # Without the bound's setting the case is skipped, visibly, never counted as passed.
-        assert {c["case"] for c in skipped} == {"over_bound"}
-        assert all("pg_tempbuf.dirty_copy_limit" in c["skipped_reason"] and "faster_chosen" not in c
+    if guc_known:
+        assert not skipped and sessions["totals"]["cases"] == 3 * 2 * 2
+    else:
+        # Without the setting the case is skipped, visibly, never counted as passed.
+        assert {c["case"] for c in skipped} == {"no_copies"}
+        assert all("pg_tempbuf.copy_from_leader" in c["skipped_reason"] and "faster_chosen" not in c
                    for c in skipped)
-        assert "over_bound | 20,000 | cpu_aggregate | first | SKIPPED" in summary
-        assert "over_bound, 20,000 rows, cpu_aggregate: SKIPPED" in stdout
+        assert "no_copies | 20,000 | cpu_aggregate | first | SKIPPED" in summary
+        assert "no_copies, 20,000 rows, cpu_aggregate: SKIPPED" in stdout
         assert sessions["totals"]["skipped"] == 2 and sessions["totals"]["cases"] == 2 * 2 * 2
+    for c in cases:
+        if c["status"] == "ok":  # every run of a plan counts towards its median: 2 own + chosen's
+            assert c["serial_plan_runs"] + c["parallel_plan_runs"] == 3 * 2
     assert not sessions["acceptance"]["measured"]  # 2M rows are not in this run
     section = json.loads((out / "section.json").read_text())
     assert "sessions.png" in section["plots"] and "sessions.csv" in section["raw_data"]
@@ -127,14 +133,39 @@ def test_no_sessions_option() -> None:
     assert not off.sessions and off.session_temp_buffers == "1GB"
 
 
-def test_bound_below_the_table() -> None:
-    from pglab.experiments.parallel_temp.sessions import bound_value
+def session_run(config: str, repetition: int, plan: str, ms: float) -> Any:
+    from pglab.experiments.parallel_temp.sessions import SessionRun
 
-    assert bound_value("8kB", "0", 8, 1000) == ("2000kB", None)  # a quarter of 1000 pages
-    assert bound_value("kB", "64", 8, 1000) == ("2000kB", None)
-    assert bound_value(None, "1", 8, 1000) == ("250", None)  # no unit: pages
-    assert bound_value("MB", "16", 8, 1000)[0] is None  # its minimum is above the table's 7.8 MB
-    assert bound_value("ms", "0", 8, 1000)[0] is None
+    digest = "s" * 16 if plan == "serial" else "p" * 16
+    return SessionRun(config, repetition, 100, 100, 0, plan, plan, ms, ms, "rows", "rows", digest, digest)
+
+
+def test_plans_pool_their_runs() -> None:
+    """Each plan's median comes from every run of it: chosen's runs join the configuration that ran
+    the same plan.  A planner that picked the slower plan shows that plan's regret."""
+    from pglab.experiments.parallel_temp.sessions import SessionCase, SessionResults, case_rows, totals
+
+    runs = [session_run("off", i, "serial", ms) for i, ms in enumerate((20.0, 21.0, 40.0))]
+    runs += [session_run("forced", i, "parallel", ms) for i, ms in enumerate((24.0, 25.0, 26.0))]
+    runs += [session_run("chosen", i, "parallel", ms) for i, ms in enumerate((23.0, 27.0, 60.0))]
+    results = SessionResults("512MB", 3, (1000,), True, 2, [SessionCase("fresh_ctas", 1000, "count", runs=runs)])
+    first, second = case_rows(results)
+    assert first["serial_plan_ms"] == 21.0 and first["serial_plan_runs"] == 3
+    assert first["parallel_plan_ms"] == 25.5 and first["parallel_plan_runs"] == 6  # median of six runs
+    assert first["faster"] == "serial" and first["planner"] == "parallel" and not first["faster_chosen"]
+    assert first["regret_pct"] == pytest.approx(100 * (25.5 / 21.0 - 1))
+    assert first["own_regret_pct"] == pytest.approx(100 * (27.0 / 21.0 - 1))
+    assert first["same_plan_diff_pct"] == pytest.approx(100 * (27.0 / 25.0 - 1))
+    t = totals([first, second])
+    assert t["faster_chosen"] == 0 and t["regret_over_10pct"] == 2
+
+    # The same case, the planner choosing the serial plan: no regret, whatever chosen's own noise.
+    for r in runs:
+        if r.config == "chosen":
+            r.plan_first = r.plan_second = "serial"
+            r.plan_digest_first = r.plan_digest_second = "s" * 16
+    first, _ = case_rows(results)
+    assert first["faster_chosen"] and first["regret_pct"] == 0.0 and first["serial_plan_runs"] == 6
 
 
 @pytest.mark.parametrize(
