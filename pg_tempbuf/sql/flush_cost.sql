@@ -18,14 +18,10 @@ SET pg_tempbuf.write_page_cost = 'fast';
 SET pg_tempbuf.read_page_cost = -0.1;
 SET pg_tempbuf.read_page_cost = NULL;
 SET pg_tempbuf.copy_from_leader = 'sometimes';
-SET pg_tempbuf.parallel_cpus = -1;
-SET pg_tempbuf.parallel_cpus = 1025;
-SET pg_tempbuf.parallel_cpus = NULL;
 SET pg_tempbuf.no_such_setting = 1;
 SHOW pg_tempbuf.write_page_cost;
 SHOW pg_tempbuf.read_page_cost;
 SHOW pg_tempbuf.copy_from_leader;
-SHOW pg_tempbuf.parallel_cpus;
 
 SET temp_buffers = '1MB';
 -- No dirty page, no cost beyond the pool scan.
@@ -67,38 +63,3 @@ SELECT pg_temp_flush_cost('u') = 2 * (SELECT count(*) FROM pg_local_buffers
 RESET pg_tempbuf.write_page_cost;
 RESET pg_tempbuf.buffer_scan_cost;
 SHOW pg_tempbuf.write_page_cost;
-
--- The CPU work of a partial scan is divided by no more than the CPUs there
--- are: with two workers and the leader (core's divisor 2.4), one CPU prices
--- it undivided, two CPUs by 2, and 64 by core's 2.4; 0 means this machine's.
--- Our other costs are zero, so that the partial plan wins however priced.
-SET pg_tempbuf.write_page_cost = 0;
-SET pg_tempbuf.buffer_scan_cost = 0;
-SET pg_tempbuf.read_page_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION partial_scan_cost(cpus int) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE
-  plan json;
-BEGIN
-  EXECUTE format('SET pg_tempbuf.parallel_cpus = %s', cpus);
-  EXECUTE 'EXPLAIN (FORMAT JSON) SELECT count(*) FROM t' INTO plan;
-  RETURN (plan->0->'Plan'->'Plans'->0->'Plans'->0->'Plans'->0->>'Total Cost')::float8;
-END $$;
-SELECT partial_scan_cost(1) > partial_scan_cost(2) AS one_cpu_dearer,
-       partial_scan_cost(2) > partial_scan_cost(64) AS two_cpus_dearer,
-       partial_scan_cost(64) = partial_scan_cost(3) AS divisor_caps_at_participants,
-       partial_scan_cost(0) BETWEEN partial_scan_cost(64) AND partial_scan_cost(1) AS machine_cpus;
-SET pg_tempbuf.parallel_cpus = 1;
-EXPLAIN (COSTS OFF) SELECT count(*) FROM t;
-DROP FUNCTION partial_scan_cost(int);
-RESET pg_tempbuf.parallel_cpus;
-RESET pg_tempbuf.write_page_cost;
-RESET pg_tempbuf.buffer_scan_cost;
-RESET pg_tempbuf.read_page_cost;
-RESET min_parallel_table_scan_size;
-RESET parallel_setup_cost;
-RESET parallel_tuple_cost;
-RESET max_parallel_workers_per_gather;

@@ -23,9 +23,6 @@
  */
 #include "postgres.h"
 
-#include <sched.h>
-#include <unistd.h>
-
 #include "optimizer/optimizer.h"
 
 #include "pg_tempbuf.h"
@@ -64,46 +61,6 @@ tb_priced_flush(const TbScanPrice *price)
 		tb_buffer_scan_cost * price->pool_pages;
 }
 
-/* The CPUs this backend may run on: its affinity mask where there is one. */
-static int
-available_cpus(void)
-{
-	static int	ncpus = 0;
-
-	if (ncpus == 0)
-	{
-#ifdef CPU_COUNT
-		cpu_set_t	set;
-
-		if (sched_getaffinity(0, sizeof(set), &set) == 0)
-			ncpus = CPU_COUNT(&set);
-#endif
-		if (ncpus <= 0)
-			ncpus = (int) sysconf(_SC_NPROCESSORS_ONLN);
-		if (ncpus <= 0)
-			ncpus = 1;
-	}
-	return ncpus;
-}
-
-/*
- * What the CPU work of a parallel scan is divided by: core's divisor
- * (parallel_divisor) assumes a CPU per participant, but a leader and two
- * workers on two CPUs do at most twice the work of one.  Ours divide by
- * no more than the CPUs there are: pg_tempbuf.parallel_cpus, or (0) the
- * CPUs this server may run on.
- * Core's Parallel Seq Scan keeps its divisor: on a machine with fewer CPUs
- * than participants, an UNLOGGED table's parallel plan is priced lower
- * than it runs.
- */
-double
-tb_cpu_divisor(double divisor)
-{
-	int			cpus = tb_parallel_cpus > 0 ? tb_parallel_cpus : available_cpus();
-
-	return Min(divisor, (double) cpus);
-}
-
 /* The state of the pool a Temp Seq Scan of rel would start from. */
 void
 tb_temp_scan_price(Relation rel, TbScanPrice *price)
@@ -122,8 +79,7 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
 
 /*
  * Startup and run costs a Temp Seq Scan adds to a seq scan of the table
- * whose CPU run cost is cpu_run_cost (already divided among participants:
- * by divisor, core's parallel_divisor, as far as the CPUs allow).
+ * whose CPU run cost is cpu_run_cost (already divided among participants).
  *
  * A full scan, or a partial one whose flush must finish before workers
  * start (no leader participation; out-of-line values to fetch), pays the
@@ -156,7 +112,6 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	}
 
 	worker_share = parallel_workers / divisor;
-	divisor = tb_cpu_divisor(divisor);
 	read_cost = tb_read_page_cost * price->resident_pages * worker_share / divisor;
 	if (price->upfront || !parallel_leader_participation)
 	{

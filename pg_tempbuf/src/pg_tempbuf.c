@@ -47,7 +47,6 @@ bool		tb_copy_from_leader = true;
 double		tb_write_page_cost = DEFAULT_WRITE_PAGE_COST;
 double		tb_buffer_scan_cost = DEFAULT_BUFFER_SCAN_COST;
 double		tb_read_page_cost = DEFAULT_READ_PAGE_COST;
-int			tb_parallel_cpus = 0;
 
 void
 _PG_init(void)
@@ -108,15 +107,6 @@ _PG_init(void)
 							 DEFAULT_READ_PAGE_COST, 0.0, DBL_MAX,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
-
-	DefineCustomIntVariable("pg_tempbuf.parallel_cpus",
-							"Sets the number of CPUs the planner lets the participants of a parallel temp scan share.",
-							"The CPU work of a Temp Seq Scan is divided among its participants, but never by more than this; "
-							"0 means the CPUs this server may run on.",
-							&tb_parallel_cpus,
-							0, 0, 1024,
-							PGC_USERSET, 0,
-							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_tempbuf");
 

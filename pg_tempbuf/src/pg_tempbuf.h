@@ -25,7 +25,6 @@ extern bool tb_copy_from_leader;
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;
-extern int	tb_parallel_cpus;
 
 /*
  * What a walk over the local buffer pool saw.  "allocated" counts buffers
@@ -90,7 +89,6 @@ typedef struct TbScanPrice
 extern double tb_flush_cost(Relation rel, int *dirty_pages);
 extern void tb_temp_scan_price(Relation rel, TbScanPrice *price);
 extern double tb_priced_flush(const TbScanPrice *price);
-extern double tb_cpu_divisor(double divisor);
 extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 									int parallel_workers, double divisor,
 									Cost cpu_run_cost, Cost *startup, Cost *run);

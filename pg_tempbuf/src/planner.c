@@ -244,15 +244,13 @@ rel_expressions_parallel_safe(PlannerInfo *root, RelOptInfo *rel)
  * A seq scan's cost, plus what flush_cost.c adds: the flush and the
  * workers' private reads.  A partial path divides the rows and the CPU
  * work among the participants but, like core's parallel seq scan, not the
- * disk.  The rows go by core's divisor, as every node above expects; the
- * CPU work by no more than the CPUs there are (tb_cpu_divisor).
+ * disk.
  */
 static void
 cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 {
 	double		spc_seq_page_cost;
 	double		divisor = 1.0;
-	double		cpu_divisor;
 	Cost		startup_cost;
 	Cost		cpu_run_cost;
 	Cost		cpu_per_tuple;
@@ -265,14 +263,13 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 
 	path->rows = clamp_row_est(rel->rows / divisor);
-	cpu_divisor = tb_cpu_divisor(divisor);
 
 	startup_cost = rel->baserestrictcost.startup;
 	cpu_per_tuple = cpu_tuple_cost + rel->baserestrictcost.per_tuple;
-	cpu_run_cost = cpu_per_tuple * rel->tuples / cpu_divisor;
+	cpu_run_cost = cpu_per_tuple * rel->tuples / divisor;
 
 	startup_cost += path->pathtarget->cost.startup;
-	cpu_run_cost += path->pathtarget->cost.per_tuple * rel->rows / cpu_divisor;
+	cpu_run_cost += path->pathtarget->cost.per_tuple * path->rows;
 
 	tb_temp_scan_extra_cost(price, path->parallel_aware, path->parallel_workers,
 							divisor, cpu_run_cost, &extra_startup, &extra_run);
