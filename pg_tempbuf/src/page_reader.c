@@ -130,46 +130,63 @@ tb_can_read_leader(pid_t leader_pid, uint64 desc_addr)
 }
 
 /*
- * Worker: copy block blkno of rel from the leader's local buffer at
- * page_addr, whose descriptor is at desc_addr.  False when that buffer no
- * longer holds the page: the caller reads the file then.
+ * Worker: copy npages pages of rel out of the leader's local buffers into
+ * dest, one after another, in a single call: on a virtual machine each
+ * call costs more than the copy (pglab measured 4.9 us a page one by one,
+ * 3.1 us sixteen at a time).  Each page is read between two reads of its
+ * buffer's descriptor; valid[i] is false when the buffer did not hold
+ * pages[i].blkno of rel throughout (the leader evicted it meanwhile, and
+ * the caller reads the file, where the eviction wrote it).
  */
-bool
-tb_read_leader_page(Relation rel, pid_t leader_pid, uint64 page_addr,
-					uint64 desc_addr, BlockNumber blkno, char *page)
+void
+tb_read_leader_pages(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
+					 int npages, char *dest, bool *valid)
 {
 #ifdef __linux__
-	BufferDesc	before;
-	BufferDesc	after;
+	BufferDesc	descs[2 * TB_LEADER_COPY_BATCH];
+	struct iovec local[3 * TB_LEADER_COPY_BATCH] = {{0}};
+	struct iovec remote[3 * TB_LEADER_COPY_BATCH] = {{0}};
 	TbRelFileId file = TbRelationFileId(rel);
-	struct iovec local[3] = {
-		{&before, sizeof(before)}, {page, BLCKSZ}, {&after, sizeof(after)}
-	};
-	struct iovec remote[3] = {
-		{(void *) (uintptr_t) desc_addr, sizeof(before)},
-		{(void *) (uintptr_t) page_addr, BLCKSZ},
-		{(void *) (uintptr_t) desc_addr, sizeof(after)}
-	};
+	ssize_t		expected = 0;
 	ssize_t		n;
 
-	n = process_vm_readv(leader_pid, local, 3, remote, 3, 0);
-	if (n != (ssize_t) (sizeof(before) + BLCKSZ + sizeof(after)))
+	Assert(npages > 0 && npages <= TB_LEADER_COPY_BATCH);
+	for (int i = 0; i < npages; i++)
+	{
+		void	   *desc_addr = (void *) (uintptr_t) pages[i].desc_addr;
+
+		local[3 * i] = (struct iovec) {&descs[2 * i], sizeof(BufferDesc)};
+		remote[3 * i] = (struct iovec) {desc_addr, sizeof(BufferDesc)};
+		local[3 * i + 1] = (struct iovec) {dest + (Size) i * BLCKSZ, BLCKSZ};
+		remote[3 * i + 1] = (struct iovec) {(void *) (uintptr_t) pages[i].page_addr, BLCKSZ};
+		local[3 * i + 2] = (struct iovec) {&descs[2 * i + 1], sizeof(BufferDesc)};
+		remote[3 * i + 2] = (struct iovec) {desc_addr, sizeof(BufferDesc)};
+		expected += 2 * sizeof(BufferDesc) + BLCKSZ;
+	}
+
+	n = process_vm_readv(leader_pid, local, 3 * npages, remote, 3 * npages, 0);
+	if (n != expected)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not copy block %u of temporary table \"%s\" from the leader: %m",
-						blkno, RelationGetRelationName(rel))));
-	for (int i = 0; i < 2; i++)
-	{
-		BufferDesc *desc = i == 0 ? &before : &after;
-		uint32		state = pg_atomic_read_u32(&desc->state);
+				 errmsg("could not copy blocks %u to %u of temporary table \"%s\" from the leader: %m",
+						pages[0].blkno, pages[npages - 1].blkno,
+						RelationGetRelationName(rel))));
 
-		if (!(state & BM_VALID) || !TbTagMatchesFileId(&desc->tag, file) ||
-			TbTagForkNum(&desc->tag) != MAIN_FORKNUM || desc->tag.blockNum != blkno)
-			return false;
+	for (int i = 0; i < npages; i++)
+	{
+		valid[i] = true;
+		for (int j = 0; j < 2; j++)
+		{
+			BufferDesc *desc = &descs[2 * i + j];
+			uint32		state = pg_atomic_read_u32(&desc->state);
+
+			if (!(state & BM_VALID) || !TbTagMatchesFileId(&desc->tag, file) ||
+				TbTagForkNum(&desc->tag) != MAIN_FORKNUM ||
+				desc->tag.blockNum != pages[i].blkno)
+				valid[i] = false;
+		}
 	}
-	return true;
 #else
 	elog(ERROR, "copies from the leader's buffers need Linux");
-	return false;
 #endif
 }

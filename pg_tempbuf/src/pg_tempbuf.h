@@ -98,8 +98,20 @@ extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
 extern bool tb_leader_pages_readable(void);
 extern bool tb_can_read_leader(pid_t leader_pid, uint64 desc_addr);
-extern bool tb_read_leader_page(Relation rel, pid_t leader_pid, uint64 page_addr,
-								uint64 desc_addr, BlockNumber blkno, char *page);
+/* A page in the leader's local buffers, for a worker to copy from there. */
+typedef struct TbLeaderPage
+{
+	uint64		page_addr;
+	uint64		desc_addr;
+	BlockNumber blkno;
+} TbLeaderPage;
+
+/* The most pages a worker copies from the leader in one call. */
+#define TB_LEADER_COPY_BATCH	16
+
+extern void tb_read_leader_pages(Relation rel, pid_t leader_pid,
+								 const TbLeaderPage *pages, int npages,
+								 char *dest, bool *valid);
 
 /* toast_reader.c: out-of-line values fetched through private pages */
 typedef struct TbToastReader TbToastReader;

@@ -116,14 +116,6 @@ typedef struct TempScanCounters
 	uint64		waits;			/* times a worker waited for the flush */
 } TempScanCounters;
 
-/* A page in the leader's local buffers, for a worker to copy from there. */
-typedef struct LeaderPage
-{
-	uint64		page_addr;
-	uint64		desc_addr;
-	BlockNumber blkno;
-} LeaderPage;
-
 /* Shared state in the parallel query's DSM segment. */
 typedef struct TempScanShared
 {
@@ -222,7 +214,11 @@ typedef struct TempScanState
 
 	/* worker: copies pages the leader holds out of its memory */
 	bool		copies_from_leader;
-	LeaderPage *leader_pages;	/* in the shared state */
+	TbLeaderPage *leader_pages;	/* in the shared state */
+	char	   *copies;			/* the last batch of copies, a page each */
+	const TbLeaderPage *copied; /* their entries in leader_pages */
+	bool		copy_valid[TB_LEADER_COPY_BATCH];
+	int			ncopies;
 
 	/*
 	 * Private toast fetches: the varlena columns the quals use, fetched
@@ -240,8 +236,9 @@ typedef struct TempScanState
 	Datum	   *values;
 	bool	   *isnull;
 
-	/* the page in hand and its visible tuples */
+	/* the page in hand (page_buf, or a copy from the leader) and its visible tuples */
 	char	   *page;
+	char	   *page_buf;
 	char	   *scratch;
 	BlockNumber page_block;
 	int			nvisible;
@@ -492,7 +489,7 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	TempScanState *ts = (TempScanState *) node;
 
-	ts->page = palloc(BLCKSZ);
+	ts->page = ts->page_buf = palloc(BLCKSZ);
 	ts->scratch = palloc(BLCKSZ);
 	ts->page_block = InvalidBlockNumber;
 	/* Before the flush: it decides whether the toast relation goes too. */
@@ -649,6 +646,7 @@ temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 static void
 reset_pass(TempScanState *ts)
 {
+	ts->ncopies = 0;
 	ts->next_block = 0;
 	ts->chunk_next = ts->chunk_end = 0;
 	ts->nvisible = ts->next_visible = 0;
@@ -1029,24 +1027,50 @@ my_counters(TempScanState *ts)
 static int
 compare_leader_pages(const void *a, const void *b)
 {
-	BlockNumber ba = ((const LeaderPage *) a)->blkno;
-	BlockNumber bb = ((const LeaderPage *) b)->blkno;
+	BlockNumber ba = ((const TbLeaderPage *) a)->blkno;
+	BlockNumber bb = ((const TbLeaderPage *) b)->blkno;
 
 	return (ba > bb) - (ba < bb);
 }
 
-static bool
+/*
+ * Worker: the page blkno, copied from the leader's buffers, or NULL when
+ * the leader does not hold it (or no longer did during the copy).  The
+ * copy comes in a batch with the leader's next pages of this worker's
+ * chunk, which no other participant reads.
+ */
+static char *
 copy_from_leader(TempScanState *ts, BlockNumber blkno)
 {
-	LeaderPage	key = {0, 0, blkno};
-	LeaderPage *lp = bsearch(&key, ts->leader_pages, ts->shared->nleader_pages,
-							 sizeof(LeaderPage), compare_leader_pages);
+	TbLeaderPage key = {0, 0, blkno};
+	const TbLeaderPage *lp;
+	const TbLeaderPage *end;
+	int			n;
 
+	for (int i = 0; i < ts->ncopies; i++)
+	{
+		if (ts->copied[i].blkno == blkno)
+			return ts->copy_valid[i] ? ts->copies + (Size) i * BLCKSZ : NULL;
+	}
+
+	lp = bsearch(&key, ts->leader_pages, ts->shared->nleader_pages,
+				 sizeof(TbLeaderPage), compare_leader_pages);
 	if (lp == NULL)
-		return false;
-	return tb_read_leader_page(ts->css.ss.ss_currentRelation,
-							   ts->shared->leader_pid, lp->page_addr,
-							   lp->desc_addr, blkno, ts->page);
+		return NULL;
+	end = ts->leader_pages + ts->shared->nleader_pages;
+	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end; n++)
+	{
+		if (lp[n].blkno >= ts->chunk_end)
+			break;
+	}
+	if (ts->copies == NULL)
+		ts->copies = MemoryContextAlloc(ts->css.ss.ps.state->es_query_cxt,
+										(Size) TB_LEADER_COPY_BATCH * BLCKSZ);
+	tb_read_leader_pages(ts->css.ss.ss_currentRelation, ts->shared->leader_pid,
+						 lp, n, ts->copies, ts->copy_valid);
+	ts->copied = lp;
+	ts->ncopies = n;
+	return ts->copy_valid[0] ? ts->copies : NULL;
 }
 
 /* Read one block privately and collect its tuples visible to the snapshot. */
@@ -1056,19 +1080,25 @@ load_page(TempScanState *ts, BlockNumber blkno)
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	Snapshot	snapshot = ts->css.ss.ps.state->es_snapshot;
 	TempScanCounters *counters = my_counters(ts);
-	Page		page = (Page) ts->page;
+	char	   *copy = NULL;
+	Page		page;
 	OffsetNumber maxoff;
 	bool		all_visible;
 
+	ts->page = ts->page_buf;
 	if (ts->resident &&
 		tb_copy_resident_page(ts->resident, ts->nresident, TbRelationFileId(rel),
 							  MAIN_FORKNUM, blkno, ts->page))
 		counters->buffer_pages++;
-	else if (ts->copies_from_leader && copy_from_leader(ts, blkno))
+	else if (ts->copies_from_leader && (copy = copy_from_leader(ts, blkno)) != NULL)
+	{
+		ts->page = copy;
 		counters->leader_pages++;
+	}
 	else
 		counters->rereads += tb_read_page(rel, blkno, ts->page, ts->scratch);
 	counters->pages++;
+	page = (Page) ts->page;
 
 	ts->page_block = blkno;
 	ts->nvisible = ts->next_visible = 0;
@@ -1330,7 +1360,7 @@ temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 		BlockNumber nblocks = RelationGetNumberOfBlocks(ts->css.ss.ss_currentRelation);
 
 		ts->leader_pages_room = (int) Min((BlockNumber) NLocBuffer, nblocks);
-		size = add_size(size, mul_size(ts->leader_pages_room, sizeof(LeaderPage)));
+		size = add_size(size, mul_size(ts->leader_pages_room, sizeof(TbLeaderPage)));
 	}
 	return size;
 }
@@ -1343,7 +1373,7 @@ temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 static void
 share_leader_pages(TempScanState *ts, TempScanShared *shared)
 {
-	LeaderPage *pages = (LeaderPage *) ((char *) shared + shared->leader_pages_offset);
+	TbLeaderPage *pages = (TbLeaderPage *) ((char *) shared + shared->leader_pages_offset);
 	int			n = 0;
 
 	shared->leader_pid = MyProcPid;
@@ -1462,7 +1492,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	ts->copies_from_leader = false;
 	if (ts->shared->nleader_pages > 0)
 	{
-		ts->leader_pages = (LeaderPage *) ((char *) ts->shared +
+		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
 		ts->copies_from_leader = tb_can_read_leader(ts->shared->leader_pid,
 													ts->leader_pages[0].desc_addr);
