@@ -72,19 +72,46 @@ deleter_is_visible(HeapTupleHeader tuple, TransactionId xmax,
 }
 
 /*
+ * Is xmin, a transaction other than ours, committed and seen by the
+ * snapshot?  The answer holds for the whole scan: the snapshot does not
+ * change, nor does a finished transaction's fate.  Remembered for the
+ * next row with the same xmin.
+ */
+static bool
+inserter_is_visible(TransactionId xmin, bool committed_hint, Snapshot snapshot,
+					TbXminVerdict *last_xmin)
+{
+	bool		visible;
+
+	if (TransactionIdIsNormal(xmin) && xmin == last_xmin->xid)
+		return last_xmin->visible;
+	visible = !XidInMVCCSnapshot(xmin, snapshot) &&
+		(committed_hint || TransactionIdDidCommit(xmin));
+	if (TransactionIdIsNormal(xmin))
+	{
+		last_xmin->xid = xmin;
+		last_xmin->visible = visible;
+	}
+	return visible;
+}
+
+/*
  * Derived from HeapTupleSatisfiesMVCC(), src/backend/access/heap/
  * heapam_visibility.c, PostgreSQL 15 and 17 (identical in both).
  * Changed: never sets hint bits (core's calls SetHintBits(), which dirties
  * the buffer; we look at a private page copy that may not change and that
  * other participants read too), so the hints already on the page are read
- * when present and the commit log asked otherwise; the HEAP_MOVED_* cases
- * of pre-9.0 VACUUM FULL are left out (a temporary table never has them);
- * the deletion half is shared in deleter_is_visible().  Safe in parallel
- * workers, which share the leader's current transaction ids, combo CIDs
- * and snapshot.
+ * when present and the commit log asked otherwise; the verdict on the last
+ * inserting transaction other than ours is remembered in *last_xmin
+ * (inserter_is_visible()), in place of the hint bits a serial scan would
+ * have set; the HEAP_MOVED_* cases of pre-9.0 VACUUM FULL are left out (a
+ * temporary table never has them); the deletion half is shared in
+ * deleter_is_visible().  Safe in parallel workers, which share the
+ * leader's current transaction ids, combo CIDs and snapshot.
  */
 bool
-tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot)
+tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot,
+				 TbXminVerdict *last_xmin)
 {
 	uint16		infomask = tuple->t_infomask;
 	TransactionId xmax;
@@ -99,7 +126,13 @@ tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot)
 		if (HeapTupleHeaderXminInvalid(tuple))
 			return false;
 
-		if (TransactionIdIsCurrentTransactionId(xmin))
+		/* Known from an earlier row: not ours, and seen or not. */
+		if (TransactionIdIsNormal(xmin) && xmin == last_xmin->xid)
+		{
+			if (!last_xmin->visible)
+				return false;
+		}
+		else if (TransactionIdIsCurrentTransactionId(xmin))
 		{
 			/* Our own insertion: visible if before this scan's command. */
 			if (HeapTupleHeaderGetCmin(tuple) >= snapshot->curcid)
@@ -122,13 +155,12 @@ tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot)
 				return true;
 			return HeapTupleHeaderGetCmax(tuple) >= snapshot->curcid;
 		}
-		if (XidInMVCCSnapshot(xmin, snapshot))
-			return false;
-		if (!TransactionIdDidCommit(xmin))
-			return false;		/* aborted, or crashed */
+		else if (!inserter_is_visible(xmin, false, snapshot, last_xmin))
+			return false;		/* running for the snapshot, aborted, or crashed */
 	}
 	else if (!HeapTupleHeaderXminFrozen(tuple) &&
-			 XidInMVCCSnapshot(HeapTupleHeaderGetRawXmin(tuple), snapshot))
+			 !inserter_is_visible(HeapTupleHeaderGetRawXmin(tuple), true,
+								  snapshot, last_xmin))
 		return false;			/* committed, but after the snapshot */
 
 	/* The insertion is visible; is the deletion? */

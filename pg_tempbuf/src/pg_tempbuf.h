@@ -166,7 +166,21 @@ extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage);
 
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);
-extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot);
+
+/*
+ * The last inserting transaction a scan looked up, and whether the scan's
+ * snapshot sees its insertion: rows written together share it, and a page
+ * without hint bits would otherwise ask the snapshot and the commit log
+ * about it for every row.
+ */
+typedef struct TbXminVerdict
+{
+	TransactionId xid;			/* InvalidTransactionId: none yet */
+	bool		visible;
+} TbXminVerdict;
+
+extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot,
+							 TbXminVerdict *last_xmin);
 extern void tb_write_local_run(BufferDesc **bufs, int n);
 
 #endif							/* PG_TEMPBUF_H */

@@ -245,6 +245,7 @@ typedef struct TempScanState
 	int			next_visible;
 	OffsetNumber visible[MaxHeapTuplesPerPage];
 	HeapTupleData tuple;
+	TbXminVerdict last_xmin;	/* for tb_tuple_visible() */
 
 	/* kept for EXPLAIN */
 	int64		pages_flushed;
@@ -647,6 +648,7 @@ static void
 reset_pass(TempScanState *ts)
 {
 	ts->ncopies = 0;
+	ts->last_xmin.xid = InvalidTransactionId;
 	ts->next_block = 0;
 	ts->chunk_next = ts->chunk_end = 0;
 	ts->nvisible = ts->next_visible = 0;
@@ -1114,7 +1116,8 @@ load_page(TempScanState *ts, BlockNumber blkno)
 		if (!ItemIdIsNormal(lp))
 			continue;
 		if (all_visible ||
-			tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot))
+			tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot,
+							 &ts->last_xmin))
 			ts->visible[ts->nvisible++] = off;
 	}
 }
