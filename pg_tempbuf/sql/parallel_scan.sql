@@ -302,6 +302,41 @@ SET LOCAL pg_tempbuf.parallel_scan = off;
 SELECT count(*), sum(x) FROM fresh;
 COMMIT;
 
+-- Rows of many inserters on the same pages, none of them hinted yet: a
+-- committed transaction and the running one, each with a rolled-back
+-- subtransaction for every third row.  Participants remember their last
+-- verdict on an inserter: switching between them row by row must not
+-- carry one inserter's verdict over to another's rows.  Workers read
+-- without leader participation, so that they see every page, before any
+-- stock scan sets hint bits.
+CREATE TEMP TABLE mixed (x int);
+CREATE PROCEDURE fill_mixed(first int, last int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN first..last LOOP
+        IF i % 3 = 0 THEN
+            BEGIN
+                INSERT INTO mixed VALUES (-i);
+                RAISE EXCEPTION 'undone';
+            EXCEPTION WHEN raise_exception THEN
+                NULL;
+            END;
+        ELSE
+            INSERT INTO mixed VALUES (i);
+        END IF;
+    END LOOP;
+END $$;
+CALL fill_mixed(1, 3000);
+BEGIN;
+CALL fill_mixed(3001, 6000);
+SET LOCAL parallel_leader_participation = off;
+SELECT * FROM explain_analyze('SELECT count(*), sum(x), min(x) FROM mixed');
+SELECT count(*), sum(x), min(x) FROM mixed;
+SET LOCAL pg_tempbuf.parallel_scan = off;
+SELECT count(*), sum(x), min(x) FROM mixed;
+COMMIT;
+DROP TABLE mixed;
+DROP PROCEDURE fill_mixed(int, int);
+
 -- EXPLAIN names the node in core's framing for custom scans, the same in
 -- every format: node type "Custom Scan", provider "Temp Seq Scan", with
 -- core's "Parallel" for the partial scan; "Scan Mode" says which.
