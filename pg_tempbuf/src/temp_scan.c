@@ -732,7 +732,6 @@ flush_step(TempScanState *ts)
 	BlockNumber next;
 	instr_time	start;
 	instr_time	duration;
-
 	int64		written_before;
 
 	INSTR_TIME_SET_CURRENT(start);
