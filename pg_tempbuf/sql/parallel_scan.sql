@@ -244,8 +244,10 @@ SELECT count(*) FILTER (WHERE z IS NOT NULL AND pg_column_compression(z) = 'pglz
 SELECT * FROM explain_analyze('SELECT sum(length(z)), sum(length(x)), count(*) FROM toasty');
 SELECT * FROM explain_analyze('SELECT count(*) FROM toasty WHERE x LIKE ''%xb%'' OR z LIKE ''%ab%''');
 -- Values only the output needs are fetched for the rows the quals keep:
--- 14 of the 20 rows with id % 10 = 1 have a z.
-SELECT * FROM explain_analyze('SELECT max(length(z)) FROM toasty WHERE id % 10 = 1');
+-- 14 of the 20 rows with id % 10 = 1 have a z.  Whether the leader gets a
+-- chunk of so small a table before the workers take them all is timing.
+SELECT regexp_replace(line, 'Local Buffers: \w+', 'Local Buffers: some or none')
+  FROM explain_analyze('SELECT max(length(z)) FROM toasty WHERE id % 10 = 1') AS line;
 SELECT max(length(z)), count(z) FROM toasty WHERE id % 10 = 1;
 CREATE VIEW toasty_all AS
   SELECT count(*) AS n, sum(length(z)) AS z_len, sum(length(x)) AS x_len,
