@@ -71,6 +71,13 @@ deleter_is_visible(HeapTupleHeader tuple, TransactionId xmax,
 	return xmax_committed_hint || TransactionIdDidCommit(xmax);
 }
 
+/* Is xmin the inserter *last_xmin remembers: not ours, seen or not? */
+static inline bool
+verdict_known(const TbXminVerdict *last_xmin, TransactionId xmin)
+{
+	return TransactionIdIsNormal(xmin) && xmin == last_xmin->xid;
+}
+
 /*
  * Is xmin, a transaction other than ours, committed and seen by the
  * snapshot?  The answer holds for the whole scan: the snapshot does not
@@ -83,7 +90,7 @@ inserter_is_visible(TransactionId xmin, bool committed_hint, Snapshot snapshot,
 {
 	bool		visible;
 
-	if (TransactionIdIsNormal(xmin) && xmin == last_xmin->xid)
+	if (verdict_known(last_xmin, xmin))
 		return last_xmin->visible;
 	visible = !XidInMVCCSnapshot(xmin, snapshot) &&
 		(committed_hint || TransactionIdDidCommit(xmin));
@@ -126,13 +133,9 @@ tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot,
 		if (HeapTupleHeaderXminInvalid(tuple))
 			return false;
 
-		/* Known from an earlier row: not ours, and seen or not. */
-		if (TransactionIdIsNormal(xmin) && xmin == last_xmin->xid)
-		{
-			if (!last_xmin->visible)
-				return false;
-		}
-		else if (TransactionIdIsCurrentTransactionId(xmin))
+		/* An inserter known from an earlier row is not ours. */
+		if (!verdict_known(last_xmin, xmin) &&
+			TransactionIdIsCurrentTransactionId(xmin))
 		{
 			/* Our own insertion: visible if before this scan's command. */
 			if (HeapTupleHeaderGetCmin(tuple) >= snapshot->curcid)
