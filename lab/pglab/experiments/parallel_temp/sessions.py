@@ -90,8 +90,8 @@ class SessionRun:
     second_ms: float
     digest_first: str  # of the rows returned
     digest_second: str
-    plan_digest_first: str = ""  # of EXPLAIN (COSTS OFF): which plan ran
-    plan_digest_second: str = ""
+    plan_digest_first: str  # of EXPLAIN (COSTS OFF): which plan ran
+    plan_digest_second: str
 
 
 @dataclass
@@ -278,10 +278,6 @@ def plan_samples(runs: list[SessionRun], which: str) -> dict[str, list[float]]:
     return out
 
 
-def majority(values: list[str]) -> str:
-    return statistics.mode(values)
-
-
 def case_rows(results: SessionResults) -> list[dict[str, Any]]:
     """One row per case x size x query x first/second query (skipped cases included, marked)."""
     out: list[dict[str, Any]] = []
@@ -292,16 +288,16 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
             if case.skipped or not case.runs:
                 out.append(row)
                 continue
-            own = {c: statistics.median(getattr(r, f"{which}_ms") for r in case.runs if r.config == c)
-                   for c in CONFIGS}
-            plans = {c: [getattr(r, f"plan_{which}") for r in case.runs if r.config == c] for c in CONFIGS}
-            digests = {c: majority([getattr(r, f"plan_digest_{which}") for r in case.runs if r.config == c])
-                       for c in CONFIGS}
+            by_config = {c: [r for r in case.runs if r.config == c] for c in CONFIGS}
+            own = {c: statistics.median(getattr(r, f"{which}_ms") for r in runs) for c, runs in by_config.items()}
+            plans = {c: [getattr(r, f"plan_{which}") for r in runs] for c, runs in by_config.items()}
+            digests = {c: statistics.mode(getattr(r, f"plan_digest_{which}") for r in runs)
+                       for c, runs in by_config.items()}
             samples = plan_samples(case.runs, which)
             serial_ms = statistics.median(samples[digests["off"]])
             parallel_ms = statistics.median(samples[digests["forced"]])
             chosen_ms = statistics.median(samples[digests["chosen"]])
-            dirty = [getattr(r, f"dirty_before_{which}") for r in case.runs if r.config == "chosen"]
+            dirty = [getattr(r, f"dirty_before_{which}") for r in by_config["chosen"]]
             faster = "parallel" if parallel_ms < serial_ms else "serial"
             planner = planner_choice(plans["chosen"])
             best = min(serial_ms, parallel_ms)
