@@ -243,8 +243,12 @@ rel_expressions_parallel_safe(PlannerInfo *root, RelOptInfo *rel)
 /*
  * A seq scan's cost, plus what flush_cost.c adds: the flush and the
  * workers' private reads.  A partial path divides the rows and the CPU
- * work among the participants but, like core's parallel seq scan, not the
- * disk.
+ * work among the participants and, unlike core's parallel seq scan, the
+ * pages the leader holds in local buffers: core keeps page reads whole
+ * because participants share one disk, but no participant reads those
+ * pages from a disk.  The leader hits its buffers and workers take copies
+ * or read the OS cache (priced in flush_cost.c), work that each page costs
+ * one participant, as a tuple does.
  */
 static void
 cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
@@ -256,11 +260,16 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	Cost		cpu_per_tuple;
 	Cost		extra_startup;
 	Cost		extra_run;
+	double		resident_pages;
+	double		page_cost;
 
 	if (path->parallel_aware)
 		divisor = tb_parallel_divisor(path->parallel_workers);
 
 	get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
+	resident_pages = Min(price->resident_pages, rel->pages);
+	page_cost = spc_seq_page_cost *
+		(rel->pages - resident_pages + resident_pages / divisor);
 
 	path->rows = clamp_row_est(rel->rows / divisor);
 
@@ -276,8 +285,7 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	startup_cost += extra_startup;
 
 	path->startup_cost = startup_cost;
-	path->total_cost = startup_cost + cpu_run_cost + extra_run +
-		spc_seq_page_cost * rel->pages;
+	path->total_cost = startup_cost + cpu_run_cost + extra_run + page_cost;
 
 	/* It is a sequential scan: enable_seqscan = off applies to it too. */
 	if (!enable_seqscan)
