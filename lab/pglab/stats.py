@@ -60,3 +60,11 @@ def summarize(values: Sequence[float], level: float = CI_LEVEL) -> Summary:
         ci_high=high,
         ci_level=level,
     )
+
+
+def differ_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U p-value that samples a and b come from one distribution of times:
+    small when one is reliably faster, large when the noise hides which.  nan if either is empty."""
+    if len(a) == 0 or len(b) == 0:
+        return math.nan
+    return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pglab.stats import median_ci, summarize
+from pglab.stats import differ_p, median_ci, summarize
 
 timings = st.lists(st.floats(min_value=1e-3, max_value=1e4, allow_nan=False), min_size=1, max_size=60)
 
@@ -51,3 +51,12 @@ def test_scaling_scales_median_and_keeps_cv(values: list[float], factor: float) 
     assert b.median == pytest.approx(a.median * factor, rel=1e-9)
     if len(values) > 1 and not math.isnan(a.cv):
         assert b.cv == pytest.approx(a.cv, rel=1e-6, abs=1e-12)
+
+
+def test_differ_p_separates_disjoint_samples_and_not_overlapping_ones() -> None:
+    fast = [10.0, 10.5, 11.0, 10.2, 10.8, 10.1, 10.9]
+    slow = [20.0, 21.0, 19.5, 20.5, 22.0, 19.8, 20.2]
+    assert differ_p(fast, slow) < 0.01
+    mixed = [10.3, 20.1, 10.7, 19.9, 10.4, 20.3, 15.0]
+    assert differ_p(fast + slow, mixed) > 0.5
+    assert math.isnan(differ_p([], slow))

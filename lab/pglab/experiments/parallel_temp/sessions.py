@@ -47,6 +47,7 @@ from pglab.errors import LabError
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 from pglab.experiments.parallel_temp.workload import DEFAULT_COSTS, FORCE_PARALLEL, QUERIES
 from pglab.server import TargetServer
+from pglab.stats import differ_p
 
 EXTENSION = "pg_tempbuf"
 TABLE = "session_t"
@@ -70,6 +71,7 @@ ACCEPTANCE_ROWS = 2_000_000
 ACCEPTANCE_CASE = "fresh_ctas"
 ACCEPTANCE_QUERY = "cpu_aggregate"
 ACCEPTANCE_SPEEDUP = 1.3
+TIE_P = 0.05  # a miss whose plans' runs differ with p at or above this is within noise
 QUICK_SESSION_REPETITIONS = 2
 
 
@@ -315,6 +317,8 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
                 "planner_parallel_runs": plans["chosen"].count("parallel"), "runs": len(plans["chosen"]),
                 "faster_chosen": planner == faster and same_as is not None,
                 "margin_pct": 100.0 * (max(serial_ms, parallel_ms) / best - 1) if best else 0.0,
+                # can the runs tell the two plans apart at all?  A gauge, not a change to "faster"
+                "plans_differ_p": differ_p(samples[digests["off"]], samples[digests["forced"]]),
                 "regret_pct": 100.0 * (chosen_ms / best - 1) if best else 0.0,
                 # chosen's own runs against the best configuration's own runs, as before plans were pooled
                 "own_regret_pct": 100.0 * (own["chosen"] / min(own["off"], own["forced"]) - 1),
@@ -345,6 +349,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "worst_regret_pct": worst["regret_pct"],
         "worst_regret_case": f"{worst['case']}, {worst['rows']:,} rows, {worst['query']}, {worst['which']} query",
         "regret_over_10pct": sum(1 for r in ran if r["regret_pct"] > 10.0),
+        "misses": sum(1 for r in ran if not r["faster_chosen"]),
+        "misses_tied": sum(1 for r in ran if not r["faster_chosen"] and r["plans_differ_p"] >= TIE_P),
         "worst_own_regret_pct": max(r["own_regret_pct"] for r in ran),
         "largest_same_plan_diff_pct": max((abs(r["same_plan_diff_pct"]) for r in by_plan), default=None),
         "mixed_choices": sum(1 for r in ran if r["planner"] == "mixed"),
@@ -413,6 +419,8 @@ def totals_sentence(t: dict[str, Any]) -> str:
             f"differed from the configuration running the same plan by up to "
             f"{fmt_pct(t['largest_same_plan_diff_pct']).lstrip('+')}, and their worst regret against the best "
             f"configuration's own runs is {t['worst_own_regret_pct']:+.1f}%"
+            + (f"; in {t['misses_tied']} of the {t['misses']} misses the serial and parallel plans' runs do "
+               f"not differ significantly (Mann-Whitney p >= {TIE_P})" if t["misses"] else "")
             + (f"; the planner's choice varied between repetitions in {t['mixed_choices']} cases"
                if t["mixed_choices"] else "") + "." + skipped)
 
@@ -432,24 +440,25 @@ def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
         "(EXPLAIN digest): chosen's runs join off's (serial) or forced's (parallel).  Regret = "
         "median(chosen plan) / median(faster plan) - 1; own regret = median(chosen's own runs) / "
         "min(median(off), median(forced)) - 1 and same plan = chosen's own runs against the configuration "
-        "that ran the same plan, both gauges of noise.", "",
+        "that ran the same plan, both gauges of noise; p = two-sided Mann-Whitney U p-value of the serial "
+        "plan's runs against the parallel plan's (large: the runs cannot tell which plan is faster).", "",
         *[f"* `{name}`: {text}" for name, text in CASES.items()], "",
         totals_sentence(t), "",
         acceptance_sentence(acceptance(rows)), "",
         "| case | rows | query | query no. | dirty pages / pages | serial plan ms | parallel plan ms | faster | "
-        "planner | faster chosen | regret | off ms | chosen ms | forced ms | own regret | same plan | "
+        "p | planner | faster chosen | regret | off ms | chosen ms | forced ms | own regret | same plan | "
         "chosen vs off |",
-        "|---|---:|---|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---|---|---:|---:|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         if r["status"] == "skipped":
             lines.append(f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | SKIPPED: "
-                         f"{r['skipped_reason']} | | | | | | | | | | | | |")
+                         f"{r['skipped_reason']} | | | | | | | | | | | | | |")
             continue
         lines.append(
             f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | {r['dirty_pages']:.0f} / {r['pages']} | "
             f"{r['serial_plan_ms']:.1f} ({r['serial_plan_runs']}) | {r['parallel_plan_ms']:.1f} "
-            f"({r['parallel_plan_runs']}) | {r['faster']} | "
+            f"({r['parallel_plan_runs']}) | {r['faster']} | {r['plans_differ_p']:.3f} | "
             f"{r['planner']} ({r['planner_parallel_runs']}/{r['runs']}) | {'yes' if r['faster_chosen'] else 'NO'} | "
             f"{fmt_pct(r['regret_pct'])} | {r['off_ms']:.1f} | {r['chosen_ms']:.1f} | {r['forced_ms']:.1f} | "
             f"{fmt_pct(r['own_regret_pct'])} | {fmt_pct(r['same_plan_diff_pct'])} | "
