@@ -160,6 +160,11 @@ def test_plans_pool_their_runs() -> None:
     assert t["faster_chosen"] == 0 and t["regret_over_10pct"] == 2
     # Three serial runs against six parallel ones that interleave with them: a miss within noise.
     assert first["plans_differ_p"] > 0.05 and t["misses"] == 2 and t["misses_tied"] == 2
+    # Two runs a configuration (--quick) can never show a difference: the miss is not called a tie.
+    few = SessionResults("512MB", 2, (1000,), True, 2, [SessionCase("fresh_ctas", 1000, "count", runs=[
+        r for r in runs if r.repetition < 2])])
+    t = totals(case_rows(few))
+    assert t["misses"] == 2 and t["misses_tied"] == 0 and t["misses_untested"] == 2
 
     # The same case, the planner choosing the serial plan: no regret, whatever chosen's own noise.
     for r in runs:

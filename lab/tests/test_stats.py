@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pglab.stats import differ_p, median_ci, summarize
+from pglab.stats import differ_p, median_ci, smallest_differ_p, summarize
 
 timings = st.lists(st.floats(min_value=1e-3, max_value=1e4, allow_nan=False), min_size=1, max_size=60)
 
@@ -60,3 +60,10 @@ def test_differ_p_separates_disjoint_samples_and_not_overlapping_ones() -> None:
     mixed = [10.3, 20.1, 10.7, 19.9, 10.4, 20.3, 15.0]
     assert differ_p(fast + slow, mixed) > 0.5
     assert math.isnan(differ_p([], slow))
+
+
+def test_smallest_differ_p_is_what_the_test_gives_for_disjoint_samples() -> None:
+    assert smallest_differ_p(2, 2) == pytest.approx(1 / 3)
+    assert differ_p([1.0, 2.0], [3.0, 4.0]) == pytest.approx(smallest_differ_p(2, 2))
+    assert differ_p([1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]) == pytest.approx(smallest_differ_p(3, 4))
+    assert smallest_differ_p(7, 14) < 1e-4

@@ -47,7 +47,7 @@ from pglab.errors import LabError
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 from pglab.experiments.parallel_temp.workload import DEFAULT_COSTS, FORCE_PARALLEL, QUERIES
 from pglab.server import TargetServer
-from pglab.stats import differ_p
+from pglab.stats import differ_p, smallest_differ_p
 
 EXTENSION = "pg_tempbuf"
 TABLE = "session_t"
@@ -317,8 +317,11 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
                 "planner_parallel_runs": plans["chosen"].count("parallel"), "runs": len(plans["chosen"]),
                 "faster_chosen": planner == faster and same_as is not None,
                 "margin_pct": 100.0 * (max(serial_ms, parallel_ms) / best - 1) if best else 0.0,
-                # can the runs tell the two plans apart at all?  A gauge, not a change to "faster"
-                "plans_differ_p": differ_p(samples[digests["off"]], samples[digests["forced"]]),
+                # can the runs tell the two plans apart at all?  A gauge, not a change to "faster";
+                # None where too few runs could never show a difference
+                "plans_differ_p": (differ_p(samples[digests["off"]], samples[digests["forced"]])
+                                   if smallest_differ_p(len(samples[digests["off"]]),
+                                                        len(samples[digests["forced"]])) < TIE_P else None),
                 "regret_pct": 100.0 * (chosen_ms / best - 1) if best else 0.0,
                 # chosen's own runs against the best configuration's own runs, as before plans were pooled
                 "own_regret_pct": 100.0 * (own["chosen"] / min(own["off"], own["forced"]) - 1),
@@ -350,7 +353,9 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "worst_regret_case": f"{worst['case']}, {worst['rows']:,} rows, {worst['query']}, {worst['which']} query",
         "regret_over_10pct": sum(1 for r in ran if r["regret_pct"] > 10.0),
         "misses": sum(1 for r in ran if not r["faster_chosen"]),
-        "misses_tied": sum(1 for r in ran if not r["faster_chosen"] and r["plans_differ_p"] >= TIE_P),
+        "misses_tied": sum(1 for r in ran if not r["faster_chosen"] and r["plans_differ_p"] is not None
+                           and r["plans_differ_p"] >= TIE_P),
+        "misses_untested": sum(1 for r in ran if not r["faster_chosen"] and r["plans_differ_p"] is None),
         "worst_own_regret_pct": max(r["own_regret_pct"] for r in ran),
         "largest_same_plan_diff_pct": max((abs(r["same_plan_diff_pct"]) for r in by_plan), default=None),
         "mixed_choices": sum(1 for r in ran if r["planner"] == "mixed"),
@@ -396,6 +401,10 @@ def fmt_pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
+def fmt_p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def acceptance_sentence(a: dict[str, Any]) -> str:
     if not a["measured"]:
         return (f"Acceptance line ({a['rows']:,}-row {ACCEPTANCE_CASE}, {ACCEPTANCE_QUERY}, first query): "
@@ -421,6 +430,8 @@ def totals_sentence(t: dict[str, Any]) -> str:
             f"configuration's own runs is {t['worst_own_regret_pct']:+.1f}%"
             + (f"; in {t['misses_tied']} of the {t['misses']} misses the serial and parallel plans' runs do "
                f"not differ significantly (Mann-Whitney p >= {TIE_P})" if t["misses"] else "")
+            + (f" ({t['misses_untested']} had too few runs for the test to find any difference)"
+               if t["misses_untested"] else "")
             + (f"; the planner's choice varied between repetitions in {t['mixed_choices']} cases"
                if t["mixed_choices"] else "") + "." + skipped)
 
@@ -458,7 +469,7 @@ def markdown(results: SessionResults, rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {r['case']} | {r['rows']:,} | {r['query']} | {r['which']} | {r['dirty_pages']:.0f} / {r['pages']} | "
             f"{r['serial_plan_ms']:.1f} ({r['serial_plan_runs']}) | {r['parallel_plan_ms']:.1f} "
-            f"({r['parallel_plan_runs']}) | {r['faster']} | {r['plans_differ_p']:.3f} | "
+            f"({r['parallel_plan_runs']}) | {r['faster']} | {fmt_p(r['plans_differ_p'])} | "
             f"{r['planner']} ({r['planner_parallel_runs']}/{r['runs']}) | {'yes' if r['faster_chosen'] else 'NO'} | "
             f"{fmt_pct(r['regret_pct'])} | {r['off_ms']:.1f} | {r['chosen_ms']:.1f} | {r['forced_ms']:.1f} | "
             f"{fmt_pct(r['own_regret_pct'])} | {fmt_pct(r['same_plan_diff_pct'])} | "
