@@ -296,8 +296,9 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
             digests = {c: statistics.mode(getattr(r, f"plan_digest_{which}") for r in runs)
                        for c, runs in by_config.items()}
             samples = plan_samples(case.runs, which)
-            serial_ms = statistics.median(samples[digests["off"]])
-            parallel_ms = statistics.median(samples[digests["forced"]])
+            serial_runs, parallel_runs = samples[digests["off"]], samples[digests["forced"]]
+            serial_ms = statistics.median(serial_runs)
+            parallel_ms = statistics.median(parallel_runs)
             chosen_ms = statistics.median(samples[digests["chosen"]])
             dirty = [getattr(r, f"dirty_before_{which}") for r in by_config["chosen"]]
             faster = "parallel" if parallel_ms < serial_ms else "serial"
@@ -310,8 +311,7 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
                 "dirty_pages": statistics.median(dirty),
                 "off_ms": own["off"], "chosen_ms": own["chosen"], "forced_ms": own["forced"],
                 "serial_plan_ms": serial_ms, "parallel_plan_ms": parallel_ms, "chosen_plan_ms": chosen_ms,
-                "serial_plan_runs": len(samples[digests["off"]]),
-                "parallel_plan_runs": len(samples[digests["forced"]]),
+                "serial_plan_runs": len(serial_runs), "parallel_plan_runs": len(parallel_runs),
                 "chosen_plan": same_as or "other",
                 "faster": faster, "planner": planner,
                 "planner_parallel_runs": plans["chosen"].count("parallel"), "runs": len(plans["chosen"]),
@@ -319,9 +319,8 @@ def case_rows(results: SessionResults) -> list[dict[str, Any]]:
                 "margin_pct": 100.0 * (max(serial_ms, parallel_ms) / best - 1) if best else 0.0,
                 # can the runs tell the two plans apart at all?  A gauge, not a change to "faster";
                 # None where too few runs could never show a difference
-                "plans_differ_p": (differ_p(samples[digests["off"]], samples[digests["forced"]])
-                                   if smallest_differ_p(len(samples[digests["off"]]),
-                                                        len(samples[digests["forced"]])) < TIE_P else None),
+                "plans_differ_p": (differ_p(serial_runs, parallel_runs)
+                                   if smallest_differ_p(len(serial_runs), len(parallel_runs)) < TIE_P else None),
                 "regret_pct": 100.0 * (chosen_ms / best - 1) if best else 0.0,
                 # chosen's own runs against the best configuration's own runs, as before plans were pooled
                 "own_regret_pct": 100.0 * (own["chosen"] / min(own["off"], own["forced"]) - 1),
