@@ -129,42 +129,61 @@ tb_can_read_leader(pid_t leader_pid, uint64 desc_addr)
 #endif
 }
 
+#ifdef __linux__
+/*
+ * Append the remote range [addr, addr + len) to iov, merged into the last
+ * entry when it follows on: local buffers allocated together lie side by
+ * side, and the kernel walks each entry's pages in one go.
+ */
+static void
+add_range(struct iovec *iov, int *n, uint64 addr, size_t len)
+{
+	void	   *base = (void *) (uintptr_t) addr;
+
+	if (*n > 0 && (char *) iov[*n - 1].iov_base + iov[*n - 1].iov_len == base)
+		iov[*n - 1].iov_len += len;
+	else
+		iov[(*n)++] = (struct iovec) {base, len};
+}
+#endif
+
 /*
  * Worker: copy npages pages of rel out of the leader's local buffers into
  * dest, one after another, in a single call: on a virtual machine each
  * call costs more than the copy (pglab measured 4.9 us a page one by one,
- * 3.1 us sixteen at a time).  Each page is read between two reads of its
- * buffer's descriptor; valid[i] is false when the buffer did not hold
- * pages[i].blkno of rel throughout (the leader evicted it meanwhile, and
- * the caller reads the file, where the eviction wrote it).
+ * 3.1 us sixteen at a time).  The call reads every page's buffer
+ * descriptor, then the pages, then the descriptors again, in that order;
+ * valid[i] is false when the buffer did not hold pages[i].blkno of rel in
+ * both reads (the leader evicted it meanwhile, and the caller reads the
+ * file, where the eviction wrote it).
  */
 void
 tb_read_leader_pages(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
 					 int npages, char *dest, bool *valid)
 {
 #ifdef __linux__
-	BufferDesc	descs[2 * TB_LEADER_COPY_BATCH];
-	struct iovec local[3 * TB_LEADER_COPY_BATCH] = {{0}};
+	BufferDesc	before[TB_LEADER_COPY_BATCH];
+	BufferDesc	after[TB_LEADER_COPY_BATCH];
+	struct iovec local[3] = {
+		{before, npages * sizeof(BufferDesc)},
+		{dest, (Size) npages * BLCKSZ},
+		{after, npages * sizeof(BufferDesc)},
+	};
 	struct iovec remote[3 * TB_LEADER_COPY_BATCH] = {{0}};
+	int			nremote = 0;
 	TbRelFileId file = TbRelationFileId(rel);
-	ssize_t		expected = 0;
+	ssize_t		expected = 2 * npages * sizeof(BufferDesc) + (Size) npages * BLCKSZ;
 	ssize_t		n;
 
 	Assert(npages > 0 && npages <= TB_LEADER_COPY_BATCH);
 	for (int i = 0; i < npages; i++)
-	{
-		void	   *desc_addr = (void *) (uintptr_t) pages[i].desc_addr;
+		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
+	for (int i = 0; i < npages; i++)
+		add_range(remote, &nremote, pages[i].page_addr, BLCKSZ);
+	for (int i = 0; i < npages; i++)
+		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
 
-		local[3 * i] = (struct iovec) {&descs[2 * i], sizeof(BufferDesc)};
-		remote[3 * i] = (struct iovec) {desc_addr, sizeof(BufferDesc)};
-		local[3 * i + 1] = (struct iovec) {dest + (Size) i * BLCKSZ, BLCKSZ};
-		remote[3 * i + 1] = (struct iovec) {(void *) (uintptr_t) pages[i].page_addr, BLCKSZ};
-		local[3 * i + 2] = (struct iovec) {&descs[2 * i + 1], sizeof(BufferDesc)};
-		remote[3 * i + 2] = (struct iovec) {desc_addr, sizeof(BufferDesc)};
-		expected += 2 * sizeof(BufferDesc) + BLCKSZ;
-	}
-
-	n = process_vm_readv(leader_pid, local, 3 * npages, remote, 3 * npages, 0);
+	n = process_vm_readv(leader_pid, local, lengthof(local), remote, nremote, 0);
 	if (n != expected)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -177,7 +196,7 @@ tb_read_leader_pages(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
 		valid[i] = true;
 		for (int j = 0; j < 2; j++)
 		{
-			BufferDesc *desc = &descs[2 * i + j];
+			BufferDesc *desc = j == 0 ? &before[i] : &after[i];
 			uint32		state = pg_atomic_read_u32(&desc->state);
 
 			if (!(state & BM_VALID) || !TbTagMatchesFileId(&desc->tag, file) ||
