@@ -283,7 +283,7 @@ tb_evict_local_buffers(Relation rel)
 
 /*
  * The local buffers that hold pages of one fork of a relation now, sorted
- * by block, for tb_copy_resident_page().  Collected before touching any of
+ * by block, for tb_pin_resident_page().  Collected before touching any of
  * them, since reading a page may evict another.
  */
 TbResidentPage *
@@ -323,30 +323,34 @@ tb_local_buffer_addresses(int buf_id, uint64 *page_addr, uint64 *desc_addr)
 }
 
 /*
- * Copy block blkno from the local buffer that held it when pages[] was
- * taken, if it still does; false sends the caller to the file.  The
- * buffer is the newest image of the page, clean or dirty, so the copy is
- * what this backend's own scan would see.
+ * Pin the local buffer that held block blkno when pages[] was taken, if it
+ * still does, and return it; InvalidBuffer sends the caller to the file.
+ * The buffer is the newest image of the page, clean or dirty, and the pin
+ * keeps it in place (no eviction, no pruning) while the caller reads its
+ * tuples there instead of from a copy.  ReadBuffer is then a hit, counted
+ * as the serial scan's are.
  */
-bool
-tb_copy_resident_page(const TbResidentPage *pages, int npages,
-					  TbRelFileId file, ForkNumber fork, BlockNumber blkno,
-					  char *page)
+Buffer
+tb_pin_resident_page(Relation rel, const TbResidentPage *pages, int npages,
+					 ForkNumber fork, BlockNumber blkno)
 {
 	TbResidentPage key = {blkno, 0, false};
 	const TbResidentPage *found;
 	BufferDesc *bufHdr;
+	TbRelFileId file = TbRelationFileId(rel);
+	Buffer		buffer;
 
 	if (npages == 0)
-		return false;
+		return InvalidBuffer;
 	found = bsearch(&key, pages, npages, sizeof(TbResidentPage),
 					compare_resident_pages);
 	if (found == NULL)
-		return false;
+		return InvalidBuffer;
 	bufHdr = GetLocalBufferDescriptor(found->buf_id);
 	if (!(pg_atomic_read_u32(&bufHdr->state) & BM_VALID) ||
 		!in_scope(bufHdr, &file, fork) || bufHdr->tag.blockNum != blkno)
-		return false;
-	memcpy(page, LocalBufferBlockPointers[found->buf_id], BLCKSZ);
-	return true;
+		return InvalidBuffer;
+	buffer = ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, NULL);
+	Assert(buffer == BufferDescriptorGetBuffer(bufHdr));
+	return buffer;
 }

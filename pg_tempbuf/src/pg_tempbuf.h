@@ -73,9 +73,9 @@ extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
 										 int *npages);
 extern void tb_local_buffer_addresses(int buf_id, uint64 *page_addr,
 									  uint64 *desc_addr);
-extern bool tb_copy_resident_page(const TbResidentPage *pages, int npages,
-								  TbRelFileId file, ForkNumber fork,
-								  BlockNumber blkno, char *page);
+extern Buffer tb_pin_resident_page(Relation rel, const TbResidentPage *pages,
+								   int npages, ForkNumber fork,
+								   BlockNumber blkno);
 
 /* flush_cost.c: the cost model */
 typedef struct TbScanPrice

@@ -36,8 +36,8 @@
  *	  alone).
  *	- Participants take chunks of blocks from a shared range and read
  *	  them into private memory (page_reader.c), so workers need no
- *	  temp_buffers of their own; the leader copies the pages it holds from
- *	  its local buffers into the same private page.
+ *	  temp_buffers of their own; the leader reads the pages it holds in
+ *	  place, pinning each local buffer while it is on that page.
  *	- Out-of-line values of the columns the scan uses are fetched by the
  *	  participant that meets them, through private pages of the toast
  *	  relation and its index (toast_reader.c), which the leader flushes
@@ -111,7 +111,7 @@ typedef struct TempScanCounters
 	uint64		rereads;
 	uint64		toast_values;	/* out-of-line values fetched privately */
 	uint64		toast_pages;	/* toast heap and index pages read for them */
-	uint64		buffer_pages;	/* of pages, those the leader copied from its buffers */
+	uint64		buffer_pages;	/* of pages, those the leader read in its buffers */
 	uint64		leader_pages;	/* of pages, those a worker copied from the leader's */
 	uint64		waits;			/* times a worker waited for the flush */
 } TempScanCounters;
@@ -236,9 +236,13 @@ typedef struct TempScanState
 	Datum	   *values;
 	bool	   *isnull;
 
-	/* the page in hand (page_buf, or a copy from the leader) and its visible tuples */
+	/*
+	 * The page in hand (page_buf, a copy from the leader, or the leader's
+	 * own local buffer, pinned) and its visible tuples.
+	 */
 	char	   *page;
 	char	   *page_buf;
+	Buffer		pinned;
 	char	   *scratch;
 	BlockNumber page_block;
 	int			nvisible;
@@ -492,6 +496,7 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	ts->page = ts->page_buf = palloc(BLCKSZ);
 	ts->scratch = palloc(BLCKSZ);
+	ts->pinned = InvalidBuffer;
 	ts->page_block = InvalidBlockNumber;
 	/* Before the flush: it decides whether the toast relation goes too. */
 	if (ts->toast_sensitive)
@@ -644,9 +649,23 @@ temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 	ts->prepared = true;
 }
 
+/* Let go of the leader's local buffer the page in hand is read from. */
+static void
+unpin_page(TempScanState *ts)
+{
+	if (BufferIsValid(ts->pinned))
+	{
+		ReleaseBuffer(ts->pinned);
+		ts->pinned = InvalidBuffer;
+		ts->page = ts->page_buf;
+		ts->nvisible = ts->next_visible = 0;
+	}
+}
+
 static void
 reset_pass(TempScanState *ts)
 {
+	unpin_page(ts);
 	ts->ncopies = 0;
 	ts->last_xmin.xid = InvalidTransactionId;
 	ts->next_block = 0;
@@ -1074,7 +1093,10 @@ copy_from_leader(TempScanState *ts, BlockNumber blkno)
 	return ts->copy_valid[0] ? ts->copies : NULL;
 }
 
-/* Read one block privately and collect its tuples visible to the snapshot. */
+/*
+ * Get one block, from the leader's own buffers, a copy of the leader's, or
+ * the file, and collect its tuples visible to the snapshot.
+ */
 static void
 load_page(TempScanState *ts, BlockNumber blkno)
 {
@@ -1086,11 +1108,15 @@ load_page(TempScanState *ts, BlockNumber blkno)
 	OffsetNumber maxoff;
 	bool		all_visible;
 
-	ts->page = ts->page_buf;
-	if (ts->resident &&
-		tb_copy_resident_page(ts->resident, ts->nresident, TbRelationFileId(rel),
-							  MAIN_FORKNUM, blkno, ts->page))
+	unpin_page(ts);
+	if (ts->resident)
+		ts->pinned = tb_pin_resident_page(rel, ts->resident, ts->nresident,
+										  MAIN_FORKNUM, blkno);
+	if (BufferIsValid(ts->pinned))
+	{
+		ts->page = BufferGetPage(ts->pinned);
 		counters->buffer_pages++;
+	}
 	else if (ts->copies_from_leader && (copy = copy_from_leader(ts, blkno)) != NULL)
 	{
 		ts->page = copy;
@@ -1291,7 +1317,11 @@ temp_scan_next(ScanState *ss)
 			return slot;
 		}
 		if (!next_block(ts, &blkno))
-			return ExecClearTuple(slot);
+		{
+			ExecClearTuple(slot);
+			unpin_page(ts);
+			return slot;
+		}
 		CHECK_FOR_INTERRUPTS();
 		load_page(ts, blkno);
 	}
@@ -1314,6 +1344,7 @@ temp_scan_end(CustomScanState *node)
 {
 	TempScanState *ts = (TempScanState *) node;
 
+	unpin_page(ts);
 	if (ts->toast)
 		tb_toast_reader_close(ts->toast);
 }

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 
-from conftest import force_parallel, plan_text
+from conftest import force_parallel, plan_text, temp_scan_nodes
 from pglab.cluster import Cluster
 
 QUERY = "SELECT count(*), sum(x), count(DISTINCT s) FROM t"
@@ -129,6 +130,41 @@ def test_temp_buffers_smaller_than_table(preloaded_cluster: Cluster) -> None:
         conn.execute("UPDATE t SET x = x + 1 WHERE x % 11 = 0")
         assert conn.execute("SELECT pg_local_buffer_pool_size()").fetchone() == (100,)
         parallel, serial = both_ways(conn)
+        assert parallel == serial
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["leader alone", "with workers"])
+def test_leader_page_read_in_place_outlives_evictions_above_gather(
+        preloaded_cluster: Cluster, workers: int) -> None:
+    """The leader reads the pages it holds in place, in its local buffer, not from a copy.  A
+    nested loop above Gather probes another temporary table, bigger than the 100 local buffers,
+    for every row: it evicts pages all along, while the leader's row in the nested loop still
+    points into its page.  The pin keeps that page; without it, the rows come out wrong."""
+    sql = ("SELECT count(*), sum(t.x), sum(length(t.s || o.pad)), count(DISTINCT t.s) "
+           "FROM t JOIN other o ON o.id = t.x % 3000 + 1")
+    with preloaded_cluster.connect(options="-c temp_buffers=800kB") as conn:
+        force_parallel(conn)
+        conn.execute("CREATE TEMP TABLE t (x int, s text)")
+        fill(conn, rows=6000)
+        conn.execute("CREATE TEMP TABLE other AS "
+                     "SELECT g AS id, repeat(md5(g::text), 8) AS pad FROM generate_series(1, 3000) g")
+        conn.execute("CREATE INDEX ON other (id)")
+        conn.execute("ANALYZE t, other")
+        conn.execute("SET enable_hashjoin = off")
+        conn.execute("SET enable_mergejoin = off")
+        conn.execute(f"SET max_parallel_workers = {workers}")
+        assert conn.execute("SELECT pg_relation_size('other') / 8192").fetchone()[0] > 100
+        plan = plan_text(conn, sql)
+        assert plan.index("Nested Loop") < plan.index("Gather") < plan.index("Temp Seq Scan"), plan
+        conn.execute("SET pg_tempbuf.parallel_scan = off")
+        conn.execute("SELECT count(*) FROM t")  # t's pages back in local buffers
+        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        conn.execute("BEGIN")
+        conn.execute("SAVEPOINT q")
+        (scan,) = temp_scan_nodes(conn, sql)
+        conn.execute("ROLLBACK")
+        assert scan["Pages From Local Buffers"] > 0, scan
+        parallel, serial = both_ways(conn, sql)
         assert parallel == serial
 
 
