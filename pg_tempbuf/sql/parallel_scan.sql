@@ -157,6 +157,19 @@ CREATE TEMP TABLE u AS SELECT g AS id, g % 10 AS k FROM generate_series(1, 20000
 ANALYZE u;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t JOIN u USING (id) WHERE u.k = 3;
 SELECT count(*) FROM t JOIN u USING (id) WHERE u.k = 3;
+-- Under an aggregate that reads none of its columns, the scan hands up the
+-- table's tuples as they are (Output lists them all), as core's Seq Scan
+-- does: no projection per row.  Not where a column is dropped, nor under a
+-- node that would carry the wider tuples.
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM t;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+EXPLAIN (VERBOSE, COSTS OFF) SELECT 1 FROM t WHERE a = 7;
+CREATE TEMP TABLE dropped AS SELECT * FROM t;
+ALTER TABLE dropped DROP COLUMN a;
+ANALYZE dropped;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*) FROM dropped;
+SELECT count(*) FROM dropped;
+DROP TABLE dropped;
 
 -- Fallbacks: no parallel path at all.
 -- The switch.

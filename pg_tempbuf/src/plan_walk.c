@@ -19,11 +19,16 @@
  *	- in a plan that ended up without parallelism, a full scan of ours
  *	  becomes a stock Seq Scan again: nothing needs the flush.
  *
+ * And one saving that core makes for its own scans: a scan of ours that
+ * an aggregate reads no column of (count(*)) hands up the table's tuples
+ * as they are, instead of projecting an empty tuple from each.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/table.h"
+#include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
@@ -35,6 +40,7 @@
 typedef struct ScanRef
 {
 	Plan	  **link;
+	Plan	   *parent;			/* the node reading it; NULL at the top */
 	Oid			relid;
 } ScanRef;
 
@@ -45,15 +51,15 @@ typedef struct PlanScans
 	List	   *gathers;		/* Gather and Gather Merge nodes */
 } PlanScans;
 
-static void collect_scans(Plan **link, PlanScans *found);
+static void collect_scans(Plan **link, Plan *parent, PlanScans *found);
 
 static void
-collect_list(List *plans, PlanScans *found)
+collect_list(List *plans, Plan *parent, PlanScans *found)
 {
 	ListCell   *lc;
 
 	foreach(lc, plans)
-		collect_scans((Plan **) &lfirst(lc), found);
+		collect_scans((Plan **) &lfirst(lc), parent, found);
 }
 
 static bool
@@ -77,7 +83,7 @@ is_relation_scan(Plan *plan)
 }
 
 static void
-collect_scans(Plan **link, PlanScans *found)
+collect_scans(Plan **link, Plan *parent, PlanScans *found)
 {
 	Plan	   *plan = *link;
 
@@ -93,6 +99,7 @@ collect_scans(Plan **link, PlanScans *found)
 			ScanRef    *ref = palloc(sizeof(ScanRef));
 
 			ref->link = link;
+			ref->parent = parent;
 			ref->relid = rte->relid;
 			found->scans = lappend(found->scans, ref);
 		}
@@ -101,27 +108,27 @@ collect_scans(Plan **link, PlanScans *found)
 	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
 		found->gathers = lappend(found->gathers, plan);
 
-	collect_scans(&plan->lefttree, found);
-	collect_scans(&plan->righttree, found);
+	collect_scans(&plan->lefttree, plan, found);
+	collect_scans(&plan->righttree, plan, found);
 	switch (nodeTag(plan))
 	{
 		case T_Append:
-			collect_list(((Append *) plan)->appendplans, found);
+			collect_list(((Append *) plan)->appendplans, plan, found);
 			break;
 		case T_MergeAppend:
-			collect_list(((MergeAppend *) plan)->mergeplans, found);
+			collect_list(((MergeAppend *) plan)->mergeplans, plan, found);
 			break;
 		case T_BitmapAnd:
-			collect_list(((BitmapAnd *) plan)->bitmapplans, found);
+			collect_list(((BitmapAnd *) plan)->bitmapplans, plan, found);
 			break;
 		case T_BitmapOr:
-			collect_list(((BitmapOr *) plan)->bitmapplans, found);
+			collect_list(((BitmapOr *) plan)->bitmapplans, plan, found);
 			break;
 		case T_SubqueryScan:
-			collect_scans(&((SubqueryScan *) plan)->subplan, found);
+			collect_scans(&((SubqueryScan *) plan)->subplan, plan, found);
 			break;
 		case T_CustomScan:
-			collect_list(((CustomScan *) plan)->custom_plans, found);
+			collect_list(((CustomScan *) plan)->custom_plans, plan, found);
 			break;
 		default:
 			break;
@@ -178,6 +185,47 @@ seq_scan_from_full_scan(CustomScan *cscan)
 	NodeSetTag(seq, T_SeqScan);
 	seq->scan.plan.parallel_safe = false;
 	return &seq->scan.plan;
+}
+
+/*
+ * A scan whose target list is empty (its parent reads no column of it, as
+ * an aggregate computing count(*) does) gets one that lists the table's
+ * columns in order, as core gives its own scans where the parent allows:
+ * the executor then hands up the scan tuple instead of projecting an empty
+ * one from every row.  Only under an aggregate, which copies no input
+ * tuple: a Sort, Material or Gather above would carry the wider tuples.
+ * As in core's build_physical_tlist(), a dropped column keeps the list
+ * empty.  The plan is final here, its Vars referring to scanrelid.
+ */
+static void
+use_physical_tlist(Scan *scan, Oid relid)
+{
+	Relation	relation;
+	TupleDesc	desc;
+	List	   *tlist = NIL;
+
+	if (scan->plan.targetlist != NIL)
+		return;
+	relation = table_open(relid, NoLock);
+	desc = RelationGetDescr(relation);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+		{
+			list_free_deep(tlist);
+			tlist = NIL;
+			break;
+		}
+		tlist = lappend(tlist,
+						makeTargetEntry((Expr *) makeVar(scan->scanrelid, att->attnum,
+														 att->atttypid, att->atttypmod,
+														 att->attcollation, 0),
+										att->attnum, NULL, false));
+	}
+	table_close(relation, NoLock);
+	scan->plan.targetlist = tlist;
 }
 
 /*
@@ -243,9 +291,9 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 	ListCell   *lc;
 	ListCell   *lc2;
 
-	collect_scans(&stmt->planTree, &found);
+	collect_scans(&stmt->planTree, NULL, &found);
 	foreach(lc, stmt->subplans)
-		collect_scans((Plan **) &lfirst(lc), &found);
+		collect_scans((Plan **) &lfirst(lc), NULL, &found);
 
 	foreach(lc, found.scans)
 	{
@@ -310,5 +358,12 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 	}
 	foreach(lc, found.gathers)
 		set_flush_mode(lfirst(lc));
+	foreach(lc, found.scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+
+		if (tb_is_temp_scan(*ref->link) && ref->parent && IsA(ref->parent, Agg))
+			use_physical_tlist((Scan *) *ref->link, ref->relid);
+	}
 	return InvalidOid;
 }
