@@ -154,6 +154,7 @@ extern List *tb_temp_scan_private(bool partial, bool toast_sensitive,
 								  int est_dirty_pages, double est_flush_cost);
 extern bool tb_temp_scan_is_partial(CustomScan *cscan);
 extern void tb_temp_scan_mark_read_elsewhere(CustomScan *cscan);
+extern void tb_temp_scan_mark_output_unread(CustomScan *cscan);
 extern void tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);

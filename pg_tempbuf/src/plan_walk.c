@@ -195,11 +195,14 @@ seq_scan_from_full_scan(CustomScan *cscan)
  * one from every row.  Only under an aggregate, which copies no input
  * tuple: a Sort, Material or Gather above would carry the wider tuples.
  * As in core's build_physical_tlist(), a dropped column keeps the list
- * empty.  The plan is final here, its Vars referring to scanrelid.
+ * empty.  The plan is final here, its Vars referring to scanrelid.  The
+ * scan is told that nobody reads that output: it fetches no out-of-line
+ * value for it, and on PostgreSQL 15 deforms no column for it.
  */
 static void
-use_physical_tlist(Scan *scan, Oid relid)
+use_physical_tlist(CustomScan *cscan, Oid relid)
 {
+	Scan	   *scan = &cscan->scan;
 	Relation	relation;
 	TupleDesc	desc;
 	List	   *tlist = NIL;
@@ -226,6 +229,8 @@ use_physical_tlist(Scan *scan, Oid relid)
 	}
 	table_close(relation, NoLock);
 	scan->plan.targetlist = tlist;
+	if (tlist != NIL)
+		tb_temp_scan_mark_output_unread(cscan);
 }
 
 /*
@@ -363,7 +368,7 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 		ScanRef    *ref = lfirst(lc);
 
 		if (tb_is_temp_scan(*ref->link) && ref->parent && IsA(ref->parent, Agg))
-			use_physical_tlist((Scan *) *ref->link, ref->relid);
+			use_physical_tlist((CustomScan *) *ref->link, ref->relid);
 	}
 	return InvalidOid;
 }

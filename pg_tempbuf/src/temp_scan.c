@@ -87,6 +87,7 @@ enum
 	TSP_EST_FLUSH_COST,
 	TSP_PARTIAL,				/* participants share the blocks */
 	TSP_FLUSH_MODE,				/* the most the plan lets the leader overlap */
+	TSP_OUTPUT_UNREAD,			/* the parent reads no column of the output */
 	TSP_NUM_MEMBERS
 };
 
@@ -166,6 +167,7 @@ typedef struct TempScanState
 	bool		partial;
 	bool		toast_sensitive;
 	bool		read_elsewhere;
+	bool		output_unread;
 	int			est_dirty_pages;
 	double		est_flush_cost;
 	TbFlushMode plan_flush_mode;
@@ -249,6 +251,7 @@ typedef struct TempScanState
 	int			next_visible;
 	OffsetNumber visible[MaxHeapTuplesPerPage];
 	HeapTupleData tuple;
+	bool		reads_no_column;	/* neither quals nor parent read one */
 	TbXminVerdict last_xmin;	/* for tb_tuple_visible() */
 
 	/* kept for EXPLAIN */
@@ -311,12 +314,13 @@ List *
 tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 					 double est_flush_cost)
 {
-	return lappend(list_make5(makeInteger(toast_sensitive),
-							  makeInteger(false),
-							  makeInteger(est_dirty_pages),
-							  makeString(psprintf("%.17g", est_flush_cost)),
-							  makeInteger(partial)),
-				   makeInteger(TB_FLUSH_UPFRONT));
+	return list_concat(list_make5(makeInteger(toast_sensitive),
+								  makeInteger(false),
+								  makeInteger(est_dirty_pages),
+								  makeString(psprintf("%.17g", est_flush_cost)),
+								  makeInteger(partial)),
+					   list_make2(makeInteger(TB_FLUSH_UPFRONT),
+								  makeInteger(false)));
 }
 
 bool
@@ -377,6 +381,13 @@ tb_temp_scan_mark_read_elsewhere(CustomScan *cscan)
 }
 
 void
+tb_temp_scan_mark_output_unread(CustomScan *cscan)
+{
+	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
+	intVal(list_nth(cscan->custom_private, TSP_OUTPUT_UNREAD)) = true;
+}
+
+void
 tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode)
 {
 	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
@@ -416,6 +427,7 @@ temp_scan_create_state(CustomScan *cscan)
 	ts->partial = intVal(list_nth(priv, TSP_PARTIAL));
 	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
 	ts->read_elsewhere = intVal(list_nth(priv, TSP_READ_ELSEWHERE));
+	ts->output_unread = intVal(list_nth(priv, TSP_OUTPUT_UNREAD));
 	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
 	ts->est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
 	ts->plan_flush_mode = intVal(list_nth(priv, TSP_FLUSH_MODE));
@@ -472,7 +484,8 @@ find_toast_attrs(TempScanState *ts)
 	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
 	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
 	Bitmapset  *in_qual = varlena_attrs(ts, cscan->scan.plan.qual);
-	Bitmapset  *in_output = varlena_attrs(ts, cscan->scan.plan.targetlist);
+	Bitmapset  *in_output = ts->output_unread ? NULL :
+		varlena_attrs(ts, cscan->scan.plan.targetlist);
 
 	ts->qual_attrs = attr_array(in_qual, &ts->nqual_attrs);
 	ts->late_attrs = attr_array(bms_difference(in_output, in_qual), &ts->nlate_attrs);
@@ -488,6 +501,7 @@ find_toast_attrs(TempScanState *ts)
 
 static void flush_table(TempScanState *ts);
 static TempScanCounters *my_counters(TempScanState *ts);
+static void plan_deform(TempScanState *ts);
 
 static void
 temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
@@ -498,6 +512,7 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	ts->scratch = palloc(BLCKSZ);
 	ts->pinned = InvalidBuffer;
 	ts->page_block = InvalidBlockNumber;
+	plan_deform(ts);
 	/* Before the flush: it decides whether the toast relation goes too. */
 	if (ts->toast_sensitive)
 		find_toast_attrs(ts);
@@ -1153,7 +1168,7 @@ load_page(TempScanState *ts, BlockNumber blkno)
  * with defaults of columns added since the row was written.
  */
 static void
-store_tuple(TupleTableSlot *slot, HeapTuple tuple)
+store_tuple(TempScanState *ts, TupleTableSlot *slot, HeapTuple tuple)
 {
 	if (TTS_IS_HEAPTUPLE(slot))
 		ExecStoreHeapTuple(tuple, slot, false);
@@ -1162,12 +1177,38 @@ store_tuple(TupleTableSlot *slot, HeapTuple tuple)
 		int			natts = HeapTupleHeaderGetNatts(tuple->t_data);
 
 		ExecClearTuple(slot);
-		heap_deform_tuple(tuple, slot->tts_tupleDescriptor,
-						  slot->tts_values, slot->tts_isnull);
-		if (natts < slot->tts_tupleDescriptor->natts)
-			slot_getmissingattrs(slot, natts, slot->tts_tupleDescriptor->natts);
+		if (ts->reads_no_column)
+			memset(slot->tts_isnull, true,
+				   slot->tts_tupleDescriptor->natts * sizeof(bool));
+		else
+		{
+			heap_deform_tuple(tuple, slot->tts_tupleDescriptor,
+							  slot->tts_values, slot->tts_isnull);
+			if (natts < slot->tts_tupleDescriptor->natts)
+				slot_getmissingattrs(slot, natts,
+									 slot->tts_tupleDescriptor->natts);
+		}
 		ExecStoreVirtualTuple(slot);
 	}
+}
+
+/*
+ * The virtual slot of PostgreSQL 15 holds every column deformed, where
+ * the heap tuple slot deforms only what is read.  When neither the quals
+ * nor the parent read any column (count(*)), the row goes up as NULLs and
+ * nothing is deformed.
+ */
+static void
+plan_deform(TempScanState *ts)
+{
+	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
+	Bitmapset  *attrs = NULL;
+
+	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
+	if (!ts->output_unread)
+		pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid,
+					   &attrs);
+	ts->reads_no_column = bms_is_empty(attrs);
 }
 
 /*
@@ -1234,7 +1275,7 @@ store_values(TempScanState *ts, TupleTableSlot *slot)
 
 	tuple->t_self = ts->tuple.t_self;
 	tuple->t_tableOid = ts->tuple.t_tableOid;
-	store_tuple(slot, tuple);
+	store_tuple(ts, slot, tuple);
 }
 
 static bool
@@ -1267,7 +1308,7 @@ store_fetched(TempScanState *ts, TupleTableSlot *slot)
 	if (fetch_values(ts, ts->qual_attrs, ts->nqual_attrs))
 		store_values(ts, slot);
 	else
-		store_tuple(slot, &ts->tuple);
+		store_tuple(ts, slot, &ts->tuple);
 	passed = ts->qual == NULL || qual_passes(ts, slot);
 	if (passed && fetch_values(ts, ts->late_attrs, ts->nlate_attrs))
 		store_values(ts, slot);
@@ -1311,7 +1352,7 @@ temp_scan_next(ScanState *ss)
 					continue;
 				return slot;
 			}
-			store_tuple(slot, &ts->tuple);
+			store_tuple(ts, slot, &ts->tuple);
 			if (ts->qual && !qual_passes(ts, slot))
 				continue;
 			return slot;
