@@ -168,6 +168,7 @@ typedef struct TempScanState
 	bool		toast_sensitive;
 	bool		read_elsewhere;
 	bool		output_unread;
+	bool		reads_no_column;	/* neither quals nor parent read a column */
 	int			est_dirty_pages;
 	double		est_flush_cost;
 	TbFlushMode plan_flush_mode;
@@ -251,7 +252,6 @@ typedef struct TempScanState
 	int			next_visible;
 	OffsetNumber visible[MaxHeapTuplesPerPage];
 	HeapTupleData tuple;
-	bool		reads_no_column;	/* neither quals nor parent read one */
 	TbXminVerdict last_xmin;	/* for tb_tuple_visible() */
 
 	/* kept for EXPLAIN */

@@ -144,6 +144,12 @@ def test_leader_page_read_in_place_outlives_evictions_above_gather(
     sql = ("SELECT count(*), sum(t.x), sum(length(t.s || o.pad)), sum(hashtext(t.s)::bigint) "
            "FROM t JOIN other o ON o.id BETWEEN t.x * 37 % 3000 AND t.x * 37 % 3000 + 40")
     with preloaded_cluster.connect(options="-c temp_buffers=800kB") as conn:
+
+        def bring_t_back_into_local_buffers() -> None:
+            conn.execute("SET pg_tempbuf.parallel_scan = off")
+            conn.execute("SELECT count(*) FROM t")
+            conn.execute("SET pg_tempbuf.parallel_scan = on")
+
         force_parallel(conn)
         conn.execute("CREATE TEMP TABLE t (x int, s text)")
         fill(conn, rows=4000)
@@ -158,18 +164,14 @@ def test_leader_page_read_in_place_outlives_evictions_above_gather(
         plan = plan_text(conn, sql)
         assert plan.index("Nested Loop") < plan.index("Gather") < plan.index("Temp Seq Scan"), plan
         assert "Sort" not in plan, plan  # a sort would copy the rows out of the page
-        conn.execute("SET pg_tempbuf.parallel_scan = off")
-        conn.execute("SELECT count(*) FROM t")  # t's pages back in local buffers
-        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        bring_t_back_into_local_buffers()
         if workers == 0:
             conn.execute("BEGIN")
             conn.execute("SAVEPOINT q")
             (scan,) = temp_scan_nodes(conn, sql)
             conn.execute("ROLLBACK")
             assert scan["Pages From Local Buffers"] > 0, scan
-            conn.execute("SET pg_tempbuf.parallel_scan = off")
-            conn.execute("SELECT count(*) FROM t")
-            conn.execute("SET pg_tempbuf.parallel_scan = on")
+            bring_t_back_into_local_buffers()
         parallel, serial = both_ways(conn, sql)
         assert parallel == serial
 
