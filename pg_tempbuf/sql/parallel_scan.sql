@@ -22,7 +22,8 @@ BEGIN
     LOOP
         CONTINUE WHEN line ~ '^\s*(Worker \d+:|Rows Removed|Batches|Memory|Sort Method|Waits For Flush)';
         line := regexp_replace(line, 'Pages Read: .*', 'Pages Read: ...');
-        line := regexp_replace(line, 'Pages From Local Buffers: [1-9]\d*', 'Pages From Local Buffers: some');
+        -- How many pages the leader reads before workers take the rest is a race.
+        line := regexp_replace(line, 'Pages From Local Buffers: \d+', 'Pages From Local Buffers: N');
         -- Which participant met a value varies; the total does not.
         IF line ~ 'Toast Values Fetched:' THEN
             line := regexp_replace(line, 'Fetched: .*', 'Fetched: total=' ||

@@ -125,6 +125,53 @@ typedef RelFileNode TbRelFileId;
 #endif
 
 /*
+ * Pinning a local buffer found by its descriptor, without the lookup that
+ * ReadBuffer makes: the pin counts in the descriptor's state from 16 on,
+ * and the resource owner API changed in 17.
+ */
+#if PG_VERSION_NUM >= 170000
+static inline Buffer
+TbPinLocalBuffer(BufferDesc *desc)
+{
+	ResourceOwnerEnlarge(CurrentResourceOwner);
+	PinLocalBuffer(desc, false);
+	return BufferDescriptorGetBuffer(desc);
+}
+#elif PG_VERSION_NUM >= 160000
+#include "utils/resowner_private.h"
+static inline Buffer
+TbPinLocalBuffer(BufferDesc *desc)
+{
+	ResourceOwnerEnlargeBuffers(CurrentResourceOwner);
+	PinLocalBuffer(desc, false);
+	return BufferDescriptorGetBuffer(desc);
+}
+#else
+#include "utils/resowner_private.h"
+static inline Buffer
+TbPinLocalBuffer(BufferDesc *desc)
+{
+	Buffer		buffer = BufferDescriptorGetBuffer(desc);
+
+	ResourceOwnerEnlargeBuffers(CurrentResourceOwner);
+	LocalRefCount[-buffer - 1]++;
+	ResourceOwnerRememberBuffer(CurrentResourceOwner, buffer);
+	return buffer;
+}
+#endif
+
+/*
+ * ExecutorRun lost its execute_once argument in 18.
+ */
+#if PG_VERSION_NUM >= 180000
+#define TB_EXECUTOR_RUN_PARAMS	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define TB_EXECUTOR_RUN_ARGS	queryDesc, direction, count
+#else
+#define TB_EXECUTOR_RUN_PARAMS	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define TB_EXECUTOR_RUN_ARGS	queryDesc, direction, count, execute_once
+#endif
+
+/*
  * Header sanity plus checksum (when the cluster has checksums) of a page
  * read into private memory; silent, since a failure is retried.
  */

@@ -302,6 +302,7 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 			pages[n].blkno = bufHdr->tag.blockNum;
 			pages[n].buf_id = i;
 			pages[n].dirty = (buf_state & BM_DIRTY) != 0;
+			pages[n].pinned = false;
 			n++;
 		}
 	}
@@ -334,7 +335,7 @@ Buffer
 tb_pin_resident_page(Relation rel, const TbResidentPage *pages, int npages,
 					 ForkNumber fork, BlockNumber blkno)
 {
-	TbResidentPage key = {blkno, 0, false};
+	TbResidentPage key = {blkno, 0, false, false};
 	const TbResidentPage *found;
 	BufferDesc *bufHdr;
 	TbRelFileId file = TbRelationFileId(rel);

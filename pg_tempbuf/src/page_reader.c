@@ -45,6 +45,9 @@
 
 #define TB_READ_ATTEMPTS	10
 
+TbMidReadHook tb_mid_read_hook = NULL;
+void	   *tb_mid_read_arg = NULL;
+
 /*
  * Read block blkno of rel's main fork into page, which must be BLCKSZ
  * bytes; scratch is a second such buffer for the reread check.  Returns the
@@ -60,6 +63,14 @@ tb_read_page(Relation rel, BlockNumber blkno, char *page, char *scratch)
 		bool		ok;
 
 		smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, page);
+		if (tb_mid_read_hook &&
+			tb_mid_read_hook(blkno, page, false, false, tb_mid_read_arg))
+		{
+			/* What a read racing the hook's change could have got. */
+			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, scratch);
+			memcpy(page + BLCKSZ / 2, scratch + BLCKSZ / 2, BLCKSZ / 2);
+			tb_mid_read_hook(blkno, page, false, true, tb_mid_read_arg);
+		}
 		ok = tb_page_is_verified((Page) page, blkno);
 		if (ok && compare)
 		{
@@ -145,6 +156,70 @@ add_range(struct iovec *iov, int *n, uint64 addr, size_t len)
 	else
 		iov[(*n)++] = (struct iovec) {base, len};
 }
+
+/* Copy one remote range into local memory, or fail. */
+static void
+copy_remote(Relation rel, pid_t leader_pid, BlockNumber blkno, void *dest,
+			uint64 addr, size_t len)
+{
+	struct iovec local = {dest, len};
+	struct iovec remote = {(void *) (uintptr_t) addr, len};
+
+	if (process_vm_readv(leader_pid, &local, 1, &remote, 1, 0) != (ssize_t) len)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not copy block %u of temporary table \"%s\" from the leader: %m",
+						blkno, RelationGetRelationName(rel))));
+}
+
+/*
+ * pg_tempbuf.debug_hazard: copy one page as a copy racing the leader could
+ * go, descriptor, first half, (hook), second half, descriptor.
+ */
+static void
+read_leader_page_in_halves(Relation rel, pid_t leader_pid, const TbLeaderPage *page,
+						   char *dest, BufferDesc *before, BufferDesc *after)
+{
+	bool		fired;
+
+	copy_remote(rel, leader_pid, page->blkno, before, page->desc_addr, sizeof(BufferDesc));
+	copy_remote(rel, leader_pid, page->blkno, dest, page->page_addr, BLCKSZ / 2);
+	fired = tb_mid_read_hook(page->blkno, dest, true, false, tb_mid_read_arg);
+	copy_remote(rel, leader_pid, page->blkno, dest + BLCKSZ / 2,
+				page->page_addr + BLCKSZ / 2, BLCKSZ / 2);
+	if (fired)
+		tb_mid_read_hook(page->blkno, dest, true, true, tb_mid_read_arg);
+	copy_remote(rel, leader_pid, page->blkno, after, page->desc_addr, sizeof(BufferDesc));
+}
+
+/* All the pages in one call: descriptors, pages, descriptors again. */
+static void
+read_leader_pages_at_once(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
+						  int npages, char *dest, BufferDesc *before, BufferDesc *after)
+{
+	struct iovec local[3] = {
+		{before, npages * sizeof(BufferDesc)},
+		{dest, (Size) npages * BLCKSZ},
+		{after, npages * sizeof(BufferDesc)},
+	};
+	struct iovec remote[3 * TB_LEADER_COPY_BATCH] = {{0}};
+	int			nremote = 0;
+	ssize_t		expected = 2 * npages * sizeof(BufferDesc) + (Size) npages * BLCKSZ;
+
+	for (int i = 0; i < npages; i++)
+		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
+	for (int i = 0; i < npages; i++)
+		add_range(remote, &nremote, pages[i].page_addr, BLCKSZ);
+	for (int i = 0; i < npages; i++)
+		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
+
+	if (process_vm_readv(leader_pid, local, lengthof(local), remote, nremote, 0) != expected)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not copy blocks %u to %u of temporary table \"%s\" from the leader: %m",
+						pages[0].blkno, pages[npages - 1].blkno,
+						RelationGetRelationName(rel))));
+}
 #endif
 
 /*
@@ -164,32 +239,13 @@ tb_read_leader_pages(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
 #ifdef __linux__
 	BufferDesc	before[TB_LEADER_COPY_BATCH];
 	BufferDesc	after[TB_LEADER_COPY_BATCH];
-	struct iovec local[3] = {
-		{before, npages * sizeof(BufferDesc)},
-		{dest, (Size) npages * BLCKSZ},
-		{after, npages * sizeof(BufferDesc)},
-	};
-	struct iovec remote[3 * TB_LEADER_COPY_BATCH] = {{0}};
-	int			nremote = 0;
 	TbRelFileId file = TbRelationFileId(rel);
-	ssize_t		expected = 2 * npages * sizeof(BufferDesc) + (Size) npages * BLCKSZ;
-	ssize_t		n;
 
 	Assert(npages > 0 && npages <= TB_LEADER_COPY_BATCH);
-	for (int i = 0; i < npages; i++)
-		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
-	for (int i = 0; i < npages; i++)
-		add_range(remote, &nremote, pages[i].page_addr, BLCKSZ);
-	for (int i = 0; i < npages; i++)
-		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
-
-	n = process_vm_readv(leader_pid, local, lengthof(local), remote, nremote, 0);
-	if (n != expected)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not copy blocks %u to %u of temporary table \"%s\" from the leader: %m",
-						pages[0].blkno, pages[npages - 1].blkno,
-						RelationGetRelationName(rel))));
+	if (tb_mid_read_hook && npages == 1)
+		read_leader_page_in_halves(rel, leader_pid, pages, dest, before, after);
+	else
+		read_leader_pages_at_once(rel, leader_pid, pages, npages, dest, before, after);
 
 	for (int i = 0; i < npages; i++)
 	{

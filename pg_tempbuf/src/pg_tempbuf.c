@@ -44,6 +44,21 @@ bool		tb_parallel_scan_enabled = true;
 bool		tb_verify_reread = false;
 bool		tb_debug_sync_start = false;
 bool		tb_copy_from_leader = true;
+int			tb_debug_hazard = TB_HAZARD_NONE;
+bool		tb_debug_unprotected = false;
+
+static const struct config_enum_entry debug_hazard_options[] = {
+	{"none", TB_HAZARD_NONE, false},
+	{"prune_during_copy", TB_HAZARD_PRUNE_DURING_COPY, false},
+	{"prune_during_read", TB_HAZARD_PRUNE_DURING_READ, false},
+	{"write_during_read", TB_HAZARD_WRITE_DURING_READ, false},
+	{"refill_during_copy", TB_HAZARD_REFILL_DURING_COPY, false},
+	{"handshake_stall", TB_HAZARD_HANDSHAKE_STALL, false},
+	{NULL, 0, false}
+};
+
+/* Developer options, as core's: superuser only, out of SHOW ALL and the sample. */
+#define TB_DEBUG_GUC_FLAGS	(GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL)
 double		tb_write_page_cost = DEFAULT_WRITE_PAGE_COST;
 double		tb_buffer_scan_cost = DEFAULT_BUFFER_SCAN_COST;
 double		tb_read_page_cost = DEFAULT_READ_PAGE_COST;
@@ -81,7 +96,24 @@ _PG_init(void)
 							 "For tests: on a small table the leader would otherwise read every page before a worker starts.",
 							 &tb_debug_sync_start,
 							 tb_debug_sync_start,
-							 PGC_USERSET, GUC_NOT_IN_SAMPLE,
+							 PGC_SUSET, TB_DEBUG_GUC_FLAGS,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("pg_tempbuf.debug_hazard",
+							 "Makes a parallel temp scan's worker pause in the middle of a page while the leader changes it.",
+							 "For tests of the scan's guards: see pg_tempbuf/README.md.",
+							 &tb_debug_hazard,
+							 TB_HAZARD_NONE,
+							 debug_hazard_options,
+							 PGC_SUSET, TB_DEBUG_GUC_FLAGS,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_tempbuf.debug_unprotected",
+							 "Turns off the guards that keep pages from changing while parallel workers read them.",
+							 "For tests only: parallel scans of temporary tables can then return wrong rows.",
+							 &tb_debug_unprotected,
+							 false,
+							 PGC_SUSET, TB_DEBUG_GUC_FLAGS,
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("pg_tempbuf.write_page_cost",
@@ -111,5 +143,6 @@ _PG_init(void)
 	MarkGUCPrefixReserved("pg_tempbuf");
 
 	tb_register_temp_scan();
+	tb_install_executor_hooks();
 	tb_install_planner_hooks();
 }

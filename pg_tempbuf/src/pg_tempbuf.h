@@ -22,6 +22,24 @@ extern bool tb_parallel_scan_enabled;
 extern bool tb_verify_reread;
 extern bool tb_debug_sync_start;
 extern bool tb_copy_from_leader;
+extern int	tb_debug_hazard;
+extern bool tb_debug_unprotected;
+
+/*
+ * pg_tempbuf.debug_hazard: for tests, make one of the races that the scan
+ * guards against happen on purpose (a worker pauses in the middle of
+ * reading a page while the leader changes it); pg_tempbuf.debug_unprotected
+ * turns the guards off, to show that the test would catch the race.
+ */
+typedef enum TbDebugHazard
+{
+	TB_HAZARD_NONE,
+	TB_HAZARD_PRUNE_DURING_COPY,	/* leader prunes a page a worker copies */
+	TB_HAZARD_PRUNE_DURING_READ,	/* leader prunes and writes a page a worker reads */
+	TB_HAZARD_WRITE_DURING_READ,	/* leader writes a dirty page a worker reads */
+	TB_HAZARD_REFILL_DURING_COPY,	/* the copied buffer holds another page meanwhile */
+	TB_HAZARD_HANDSHAKE_STALL	/* workers refuse copies while the leader stalls */
+} TbDebugHazard;
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;
@@ -67,6 +85,7 @@ typedef struct TbResidentPage
 	BlockNumber blkno;
 	int			buf_id;
 	bool		dirty;			/* when listed */
+	bool		pinned;			/* by page_guard.c for this scan */
 } TbResidentPage;
 
 extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
@@ -76,6 +95,28 @@ extern void tb_local_buffer_addresses(int buf_id, uint64 *page_addr,
 extern Buffer tb_pin_resident_page(Relation rel, const TbResidentPage *pages,
 								   int npages, ForkNumber fork,
 								   BlockNumber blkno);
+
+/* page_guard.c: pages that must not change while workers read them */
+typedef struct TbPinSet
+{
+	MemoryContext cxt;
+	Buffer	   *buffers;
+	int			npinned;
+	int			room;			/* the most pins the pool can spare */
+} TbPinSet;
+
+extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt);
+extern bool tb_pinset_add(TbPinSet *set, int buf_id);
+extern void tb_pinset_release(TbPinSet *set);
+extern bool tb_page_may_be_pruned(Page page);
+extern bool tb_block_reserved(const uint64 *reserved, BlockNumber nbits,
+							  BlockNumber blkno);
+extern bool tb_reserve_block(uint64 *reserved, BlockNumber reserved_bits,
+							 BlockNumber blkno);
+extern bool tb_guard_prunable_pages(Relation rel, TbResidentPage *resident,
+									int nresident, TbPinSet *pins,
+									uint64 *reserved, BlockNumber reserved_bits,
+									char *scratch);
 
 /* flush_cost.c: the cost model */
 typedef struct TbScanPrice
@@ -113,10 +154,22 @@ extern void tb_read_leader_pages(Relation rel, pid_t leader_pid,
 								 const TbLeaderPage *pages, int npages,
 								 char *dest, bool *valid);
 
+/*
+ * pg_tempbuf.debug_hazard: a reader that has read the first half of block
+ * blkno (page, from the leader's memory or the file) calls this hook; when
+ * it returns true the reader reads the second half as it is now, then calls
+ * it again with done set.
+ */
+typedef bool (*TbMidReadHook) (BlockNumber blkno, const char *page, bool from_leader,
+							   bool done, void *arg);
+extern TbMidReadHook tb_mid_read_hook;
+extern void *tb_mid_read_arg;
+
 /* toast_reader.c: out-of-line values fetched through private pages */
 typedef struct TbToastReader TbToastReader;
 extern int	tb_toast_dirty_pages(Relation rel);
 extern int64 tb_toast_flush(Relation rel);
+extern bool tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch);
 extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,
 										   uint64 *rereads, const char **reason);
 extern void tb_toast_reader_close(TbToastReader *reader);
@@ -156,6 +209,8 @@ extern bool tb_temp_scan_is_partial(CustomScan *cscan);
 extern void tb_temp_scan_mark_read_elsewhere(CustomScan *cscan);
 extern void tb_temp_scan_mark_output_unread(CustomScan *cscan);
 extern void tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode);
+extern void tb_temp_scan_mark_guard_pruning(CustomScan *cscan);
+extern void tb_install_executor_hooks(void);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
 
@@ -163,7 +218,8 @@ extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 extern void tb_install_planner_hooks(void);
 
 /* plan_walk.c: one kind of read per temporary table in a finished plan */
-extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage);
+extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
+								 bool runs_opaque_code);
 
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);

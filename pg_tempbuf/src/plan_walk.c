@@ -288,7 +288,8 @@ set_flush_mode(Plan *gather)
  * or InvalidOid when the plan is final.
  */
 Oid
-tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
+tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
+					 bool runs_opaque_code)
 {
 	PlanScans	found = {stmt->rtable, NIL, NIL};
 	List	   *our_relids = NIL;
@@ -363,6 +364,21 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage)
 	}
 	foreach(lc, found.gathers)
 		set_flush_mode(lfirst(lc));
+
+	/*
+	 * Code the leader runs may read this table too, outside the plan: the
+	 * scans keep workers away from the pages it could prune (page_guard.c).
+	 */
+	if (runs_opaque_code)
+	{
+		foreach(lc, found.scans)
+		{
+			ScanRef    *ref = lfirst(lc);
+
+			if (tb_is_temp_scan(*ref->link))
+				tb_temp_scan_mark_guard_pruning((CustomScan *) *ref->link);
+		}
+	}
 	foreach(lc, found.scans)
 	{
 		ScanRef    *ref = lfirst(lc);

@@ -33,8 +33,10 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_proc.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
@@ -84,7 +86,22 @@ typedef struct QueryFacts
 {
 	bool		reads_temp;			/* a temporary relation, anywhere */
 	bool		inspects_storage;	/* pg_column_size() and the like */
+	bool		runs_opaque_code;	/* code that may read tables: see below */
 } QueryFacts;
+
+/*
+ * May this function read a table, when the leader runs it above Gather
+ * while workers read a temporary table?  A user's function may (whatever
+ * its label: a PARALLEL RESTRICTED one that reads the same table is what
+ * the documentation asks for), and so may a built-in one that is not
+ * parallel safe (query_to_xml(), say).
+ */
+static bool
+may_read_tables(Oid funcid, void *context)
+{
+	return funcid >= FirstNormalObjectId ||
+		func_parallel(funcid) != PROPARALLEL_SAFE;
+}
 
 static bool
 is_storage_function(Oid funcid)
@@ -126,10 +143,40 @@ query_facts_walker(Node *node, void *context)
 	}
 	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
 		facts->inspects_storage = true;
+	/* A domain's check constraint calls functions nobody sees here. */
+	if (check_functions_in_node(node, may_read_tables, NULL) ||
+		IsA(node, CoerceToDomain))
+		facts->runs_opaque_code = true;
 	if (IsA(node, Query))
 		return query_tree_walker((Query *) node, query_facts_walker,
 								 context, QTW_EXAMINE_RTES_BEFORE);
 	return expression_tree_walker(node, query_facts_walker, context);
+}
+
+/*
+ * Does the statement hand the client a value whose output function is a
+ * user's?  The leader calls it as rows come up through Gather.
+ */
+static bool
+outputs_user_types(Query *parse)
+{
+	ListCell   *lc;
+
+	if (parse->commandType != CMD_SELECT)
+		return false;
+	foreach(lc, parse->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Oid			output;
+		bool		varlena;
+
+		if (tle->resjunk)
+			continue;
+		getTypeOutputInfo(exprType((Node *) tle->expr), &output, &varlena);
+		if (output >= FirstNormalObjectId)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -170,12 +217,13 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlanningState saved = planning;
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
-	QueryFacts	facts = {false, false};
+	QueryFacts	facts = {false, false, false};
 
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_with(parse, query_string, cursorOptions, boundParams);
 
 	query_facts_walker((Node *) parse, &facts);
+	facts.runs_opaque_code |= outputs_user_types(parse);
 	if (facts.reads_temp)
 		pristine = copyObject(parse);
 
@@ -192,7 +240,8 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 							   boundParams);
 			if (planning.paths_offered == 0)
 				break;
-			conflict = tb_settle_temp_scans(result, planning.inspects_storage);
+			conflict = tb_settle_temp_scans(result, planning.inspects_storage,
+											facts.runs_opaque_code);
 			if (!OidIsValid(conflict))
 				break;
 			/* Each round excludes one more table: this terminates. */

@@ -59,6 +59,7 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/heapam.h"
 #include "access/parallel.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -67,6 +68,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
+#include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "port/atomics.h"
 #include "portability/instr_time.h"
@@ -88,6 +90,7 @@ enum
 	TSP_PARTIAL,				/* participants share the blocks */
 	TSP_FLUSH_MODE,				/* the most the plan lets the leader overlap */
 	TSP_OUTPUT_UNREAD,			/* the parent reads no column of the output */
+	TSP_GUARD_PRUNING,			/* the statement may run code in the leader that reads tables */
 	TSP_NUM_MEMBERS
 };
 
@@ -96,6 +99,14 @@ static const char *const flush_mode_names[] = {
 	[TB_FLUSH_PIPELINED] = "pipelined",
 	[TB_FLUSH_INTERLEAVED] = "interleaved",
 };
+
+/* pg_tempbuf.debug_hazard: where a worker and the leader are (hazard_phase) */
+#define HAZARD_IDLE		0
+#define HAZARD_CLAIMED	1		/* a worker is about to pause */
+#define HAZARD_PAUSED	2		/* in the middle of hazard_block */
+#define HAZARD_CHANGED	3		/* the leader did what the hazard says */
+#define HAZARD_READ		4		/* the worker has read the rest of the page */
+#define HAZARD_RESTORED 5		/* the leader put the buffer back */
 
 /* Workers may read every block: no flush is under way. */
 #define ALL_READABLE	((uint32) 0xFFFFFFFF)
@@ -154,6 +165,18 @@ typedef struct TempScanShared
 	int			nleader_pages;
 	Size		leader_pages_offset;
 
+	/*
+	 * Blocks that only the leader reads, a bit each (page_guard.c): workers
+	 * skip them, and the leader reads them once it has no chunk left.
+	 */
+	bool		any_reserved;
+	BlockNumber reserved_bits;
+	Size		reserved_offset;
+
+	/* pg_tempbuf.debug_hazard: where a worker and the leader meet */
+	pg_atomic_uint32 hazard_phase;
+	BlockNumber hazard_block;
+
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
 	TempScanCounters counters[FLEXIBLE_ARRAY_MEMBER];
@@ -168,6 +191,7 @@ typedef struct TempScanState
 	bool		toast_sensitive;
 	bool		read_elsewhere;
 	bool		output_unread;
+	bool		guard_pruning;
 	bool		reads_no_column;	/* neither quals nor parent read a column */
 	int			est_dirty_pages;
 	double		est_flush_cost;
@@ -214,6 +238,19 @@ typedef struct TempScanState
 
 	/* leader: entries the DSM has for the list of its dirty pages */
 	int			leader_pages_room;
+	BlockNumber reserved_room;	/* and bits for the blocks it keeps */
+
+	/* leader: pages kept from changing while workers read (page_guard.c) */
+	TbPinSet	pins;
+	bool		reserved_pass;	/* reading the blocks it keeps */
+	BlockNumber reserved_next;
+	uint64		reserved_count; /* for EXPLAIN, this pass */
+	bool		hazard_served;
+
+	/* leader of a full scan: flushes when the executor runs the plan */
+	bool		awaits_run;
+	uint64		pages_pinned;	/* for EXPLAIN, summed over passes */
+	uint64		pages_kept;
 
 	/* worker: copies pages the leader holds out of its memory */
 	bool		copies_from_leader;
@@ -319,7 +356,8 @@ tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 								  makeInteger(est_dirty_pages),
 								  makeString(psprintf("%.17g", est_flush_cost)),
 								  makeInteger(partial)),
-					   list_make2(makeInteger(TB_FLUSH_UPFRONT),
+					   list_make3(makeInteger(TB_FLUSH_UPFRONT),
+								  makeInteger(false),
 								  makeInteger(false)));
 }
 
@@ -388,6 +426,13 @@ tb_temp_scan_mark_output_unread(CustomScan *cscan)
 }
 
 void
+tb_temp_scan_mark_guard_pruning(CustomScan *cscan)
+{
+	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
+	intVal(list_nth(cscan->custom_private, TSP_GUARD_PRUNING)) = true;
+}
+
+void
 tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode)
 {
 	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
@@ -428,6 +473,7 @@ temp_scan_create_state(CustomScan *cscan)
 	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
 	ts->read_elsewhere = intVal(list_nth(priv, TSP_READ_ELSEWHERE));
 	ts->output_unread = intVal(list_nth(priv, TSP_OUTPUT_UNREAD));
+	ts->guard_pruning = intVal(list_nth(priv, TSP_GUARD_PRUNING));
 	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
 	ts->est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
 	ts->plan_flush_mode = intVal(list_nth(priv, TSP_FLUSH_MODE));
@@ -501,6 +547,9 @@ find_toast_attrs(TempScanState *ts)
 
 static void flush_table(TempScanState *ts);
 static TempScanCounters *my_counters(TempScanState *ts);
+
+/* Full scans begun in this backend whose flush waits for ExecutorRun. */
+static int	full_scans_awaiting_run = 0;
 static void plan_deform(TempScanState *ts);
 
 static void
@@ -519,12 +568,22 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	/*
 	 * A full scan has no shared state to set up before workers start, so
-	 * its leader flushes now: the executor starts every node of the plan,
-	 * subplans included, before Gather launches any worker.
+	 * its leader flushes when the executor runs the plan (see
+	 * temp_scan_executor_run), before Gather launches any worker.  Not
+	 * here: with the extended protocol a portal can be bound, the table
+	 * changed by another statement, and the portal run afterwards.
 	 */
 	if (!ts->partial && !IsParallelWorker() &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
-		flush_table(ts);
+	{
+		if (tb_debug_unprotected)
+			flush_table(ts);
+		else
+		{
+			ts->awaits_run = true;
+			full_scans_awaiting_run++;
+		}
+	}
 }
 
 /* Does the table's toast relation hold anything a worker might fetch? */
@@ -687,6 +746,8 @@ reset_pass(TempScanState *ts)
 	ts->chunk_next = ts->chunk_end = 0;
 	ts->nvisible = ts->next_visible = 0;
 	ts->page_block = InvalidBlockNumber;
+	ts->reserved_pass = false;
+	ts->reserved_next = 0;
 }
 
 /*
@@ -816,6 +877,155 @@ wait_for_workers(TempScanState *ts, int nworkers)
 	}
 }
 
+/*
+ * pg_tempbuf.debug_hazard: wait (ten seconds at most) until the other side
+ * gets to phase.
+ */
+static bool
+wait_for_phase(TempScanShared *shared, uint32 phase, long timeout_us)
+{
+	for (long waited = 0; waited < timeout_us; waited += 100)
+	{
+		if (pg_atomic_read_u32(&shared->hazard_phase) >= phase)
+			return true;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(100L);
+	}
+	return false;
+}
+
+/*
+ * Would heap_page_prune_opt() prune this page (as far as its first half
+ * tells)?  Only such a page shows a prune in the middle of a read.
+ */
+static bool
+page_prunes_on_access(const char *page)
+{
+	return tb_page_may_be_pruned((Page) page) &&
+		(PageIsFull((Page) page) ||
+		 PageGetHeapFreeSpace((Page) page) < BLCKSZ / 10);
+}
+
+/*
+ * Worker, pg_tempbuf.debug_hazard: the first page read the hazard is about
+ * pauses in its middle until the leader has changed it (see serve_hazard).
+ */
+static bool
+worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
+					bool done, void *arg)
+{
+	TempScanState *ts = (TempScanState *) arg;
+	TempScanShared *shared = ts->shared;
+	uint32		idle = HAZARD_IDLE;
+	bool		wanted;
+
+	if (done)
+	{
+		pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_READ);
+		if (tb_debug_hazard == TB_HAZARD_REFILL_DURING_COPY)
+			(void) wait_for_phase(shared, HAZARD_RESTORED, 10000000L);
+		return true;
+	}
+	switch ((TbDebugHazard) tb_debug_hazard)
+	{
+		case TB_HAZARD_PRUNE_DURING_COPY:
+			wanted = from_leader && page_prunes_on_access(page);
+			break;
+		case TB_HAZARD_PRUNE_DURING_READ:
+			wanted = !from_leader && page_prunes_on_access(page);
+			break;
+		case TB_HAZARD_WRITE_DURING_READ:
+			wanted = !from_leader;
+			break;
+		case TB_HAZARD_REFILL_DURING_COPY:
+			wanted = from_leader;
+			break;
+		default:
+			wanted = false;
+			break;
+	}
+	if (!wanted ||
+		!pg_atomic_compare_exchange_u32(&shared->hazard_phase, &idle, HAZARD_CLAIMED))
+		return false;
+	shared->hazard_block = blkno;
+	pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_PAUSED);
+	(void) wait_for_phase(shared, HAZARD_CHANGED, 10000000L);
+	return true;
+}
+
+/* Write a local buffer's page if it is dirty, as an eviction would. */
+static void
+write_if_dirty(Buffer buffer)
+{
+	BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
+
+	if (pg_atomic_read_u32(&desc->state) & BM_DIRTY)
+		tb_write_local_run(&desc, 1);
+}
+
+/*
+ * Leader, pg_tempbuf.debug_hazard: once per pass, after its flush, wait a
+ * little for a worker to pause in the middle of a page, and change that
+ * page as code running in the leader could: prune it (as an index scan in
+ * a function above Gather does), write it back (as an eviction does), or
+ * let its buffer hold another page for a while (as an eviction and a read
+ * of the same block into the same buffer would).  Each does nothing to a
+ * page the scan's guards keep: heap_page_prune_opt() and the buffer
+ * manager leave a buffer pinned twice alone.
+ */
+static void
+serve_hazard(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	BlockNumber blkno;
+	Buffer		buffer;
+
+	if (tb_debug_hazard == TB_HAZARD_NONE ||
+		tb_debug_hazard == TB_HAZARD_HANDSHAKE_STALL ||
+		ts->hazard_served || ts->flushing || shared->leader_only ||
+		ts->pcxt == NULL || ts->pcxt->nworkers_launched == 0)
+		return;
+	ts->hazard_served = true;
+	if (!wait_for_phase(shared, HAZARD_PAUSED, 3000000L))
+		return;
+	blkno = shared->hazard_block;
+	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
+	switch ((TbDebugHazard) tb_debug_hazard)
+	{
+		case TB_HAZARD_PRUNE_DURING_COPY:
+			heap_page_prune_opt(rel, buffer);
+			break;
+		case TB_HAZARD_PRUNE_DURING_READ:
+			heap_page_prune_opt(rel, buffer);
+			write_if_dirty(buffer);
+			break;
+		case TB_HAZARD_WRITE_DURING_READ:
+			write_if_dirty(buffer);
+			break;
+		case TB_HAZARD_REFILL_DURING_COPY:
+			/* Only an unpinned buffer can be reused: this pin is ours. */
+			if (LocalRefCount[-buffer - 1] > 1)
+			{
+				pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
+				break;
+			}
+			write_if_dirty(buffer);
+			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM,
+					 (blkno + 1) % ts->nblocks, BufferGetPage(buffer));
+			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
+			(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
+			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
+			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
+			break;
+		default:
+			break;
+	}
+	ReleaseBuffer(buffer);
+	if (pg_atomic_read_u32(&shared->hazard_phase) < HAZARD_CHANGED)
+		pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
+}
+
 /* Interleaved mode: high chunks the leader scans before it times a write again. */
 #define WRITE_RETRY_CHUNKS	4
 
@@ -869,6 +1079,14 @@ time_high_chunk(TempScanState *ts)
 	ts->high_chunk_pages = 0;
 }
 
+/* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
+static void
+stall_for_hazard(TbDebugHazard hazard)
+{
+	if (tb_debug_hazard == hazard)
+		pg_usleep(100000L);
+}
+
 /*
  * Leader: do workers need the flush?  Not when each of them copies the
  * pages the leader holds out of its memory (the others are on disk).  Says
@@ -880,11 +1098,34 @@ workers_need_writes(TempScanState *ts, bool *known)
 	TempScanShared *shared = ts->shared;
 	int			nworkers = ts->pcxt ? ts->pcxt->nworkers_launched : 0;
 
+	uint32		started;
+	uint32		refused;
+
 	*known = true;
-	if (shared->nleader_pages == 0 ||
-		pg_atomic_read_u32(&shared->workers_refused) > 0)
+	if (shared->nleader_pages == 0)
 		return true;
-	if (pg_atomic_read_u32(&shared->workers_started) >= (uint32) nworkers)
+
+	/*
+	 * A worker counts itself refused before it counts itself started: read
+	 * started first, and once every launched worker has started, every
+	 * refusal is there to see.
+	 */
+	if (tb_debug_unprotected)
+	{
+		refused = pg_atomic_read_u32(&shared->workers_refused);
+		stall_for_hazard(TB_HAZARD_HANDSHAKE_STALL);
+		started = pg_atomic_read_u32(&shared->workers_started);
+	}
+	else
+	{
+		started = pg_atomic_read_u32(&shared->workers_started);
+		pg_read_barrier();
+		stall_for_hazard(TB_HAZARD_HANDSHAKE_STALL);
+		refused = pg_atomic_read_u32(&shared->workers_refused);
+	}
+	if (refused > 0)
+		return true;
+	if (started >= (uint32) nworkers)
 		return false;
 	*known = false;
 	return true;
@@ -1008,41 +1249,91 @@ wait_readable(TempScanState *ts, BlockNumber blkno)
 	return readable;
 }
 
+static uint64 *
+reserved_map(TempScanShared *shared)
+{
+	return (uint64 *) ((char *) shared + shared->reserved_offset);
+}
+
+static bool
+is_reserved(TempScanShared *shared, BlockNumber blkno)
+{
+	return shared->any_reserved &&
+		tb_block_reserved(reserved_map(shared), shared->reserved_bits, blkno);
+}
+
+/* Leader, once no chunk is left: the next of the blocks it kept. */
+static bool
+next_reserved_block(TempScanState *ts, BlockNumber *blkno)
+{
+	TempScanShared *shared = ts->shared;
+	BlockNumber end = Min(shared->reserved_bits, ts->nblocks);
+
+	while (ts->reserved_next < end)
+	{
+		BlockNumber candidate = ts->reserved_next++;
+
+		if (is_reserved(shared, candidate))
+		{
+			*blkno = candidate;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void serve_hazard(TempScanState *ts);
+
 static bool
 next_block(TempScanState *ts, BlockNumber *blkno)
 {
-	if (ts->chunk_next >= ts->chunk_end)
+	for (;;)
 	{
-		if (ts->shared)
+		if (ts->reserved_pass)
+			return next_reserved_block(ts, blkno);
+		if (ts->chunk_next >= ts->chunk_end)
 		{
-			bool		found;
+			if (ts->shared)
+			{
+				bool		found;
 
-			if (IsParallelWorker())
-				found = claim_chunk(ts->shared, false, &ts->chunk_next, &ts->chunk_end);
+				if (IsParallelWorker())
+					found = claim_chunk(ts->shared, false, &ts->chunk_next, &ts->chunk_end);
+				else
+				{
+					found = leader_next_chunk(ts);
+					serve_hazard(ts);
+				}
+				if (!found)
+				{
+					if (IsParallelWorker() || !ts->shared->any_reserved)
+						return false;
+					ts->reserved_pass = true;
+					continue;
+				}
+			}
 			else
-				found = leader_next_chunk(ts);
-			if (!found)
-				return false;
-		}
-		else
-		{
-			BlockNumber chunk = chunk_size(ts->nblocks, 1);
+			{
+				BlockNumber chunk = chunk_size(ts->nblocks, 1);
 
-			if (ts->next_block >= ts->nblocks)
-				return false;
-			ts->chunk_next = ts->next_block;
-			ts->chunk_end = Min(ts->next_block + chunk, ts->nblocks);
-			ts->next_block = ts->chunk_end;
+				if (ts->next_block >= ts->nblocks)
+					return false;
+				ts->chunk_next = ts->next_block;
+				ts->chunk_end = Min(ts->next_block + chunk, ts->nblocks);
+				ts->next_block = ts->chunk_end;
+			}
 		}
+		*blkno = ts->chunk_next++;
+		if (ts->shared && is_reserved(ts->shared, *blkno))
+			continue;
+		if (ts->shared && IsParallelWorker() && !ts->copies_from_leader &&
+			!wait_readable(ts, *blkno))
+		{
+			ts->chunk_next = ts->chunk_end;
+			return false;
+		}
+		return true;
 	}
-	*blkno = ts->chunk_next++;
-	if (ts->shared && IsParallelWorker() && !ts->copies_from_leader &&
-		!wait_readable(ts, *blkno))
-	{
-		ts->chunk_next = ts->chunk_end;
-		return false;
-	}
-	return true;
 }
 
 static TempScanCounters *
@@ -1093,7 +1384,7 @@ copy_from_leader(TempScanState *ts, BlockNumber blkno)
 	if (lp == NULL)
 		return NULL;
 	end = ts->leader_pages + ts->shared->nleader_pages;
-	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end; n++)
+	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end && !tb_mid_read_hook; n++)
 	{
 		if (lp[n].blkno >= ts->chunk_end)
 			break;
@@ -1386,6 +1677,12 @@ temp_scan_end(CustomScanState *node)
 	TempScanState *ts = (TempScanState *) node;
 
 	unpin_page(ts);
+	tb_pinset_release(&ts->pins);
+	if (ts->awaits_run)
+	{
+		full_scans_awaiting_run--;
+		ts->awaits_run = false;
+	}
 	if (ts->toast)
 		tb_toast_reader_close(ts->toast);
 }
@@ -1423,26 +1720,34 @@ offers_leader_pages(TempScanState *ts)
  * on a 1,000-row table on our test machine), however small the table.
  */
 static Size
+reserved_offset(int nworkers, int leader_pages_room)
+{
+	return MAXALIGN(add_size(leader_pages_offset(nworkers),
+							 mul_size(leader_pages_room, sizeof(TbLeaderPage))));
+}
+
+static Size
 temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	TempScanState *ts = (TempScanState *) node;
-	Size		size = leader_pages_offset(pcxt->nworkers);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(ts->css.ss.ss_currentRelation);
 
 	ts->leader_pages_room = 0;
 	if (offers_leader_pages(ts))
-	{
-		BlockNumber nblocks = RelationGetNumberOfBlocks(ts->css.ss.ss_currentRelation);
-
 		ts->leader_pages_room = (int) Min((BlockNumber) NLocBuffer, nblocks);
-		size = add_size(size, mul_size(ts->leader_pages_room, sizeof(TbLeaderPage)));
-	}
-	return size;
+	/* A bit per block for those the leader keeps: 4 kB for 256 MB of table. */
+	ts->reserved_room = nblocks;
+	return add_size(reserved_offset(pcxt->nworkers, ts->leader_pages_room),
+					mul_size((nblocks + 63) / 64, sizeof(uint64)));
 }
 
 /*
  * Leader: list the pages a worker copies from its buffers: the dirty ones.
  * A clean page is the same on disk, and a read call costs a worker about
  * what a copy does (less without checksums, as pglab flush-cost measures).
+ * Each listed buffer is pinned, so that it holds that page, unchanged,
+ * until the scan ends (page_guard.c); a page the pin budget leaves out is
+ * one the leader reads itself.
  */
 static void
 share_leader_pages(TempScanState *ts, TempScanShared *shared)
@@ -1458,6 +1763,19 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 	{
 		if (!ts->resident[i].dirty)
 			continue;
+		if (!tb_debug_unprotected)
+		{
+			if (!tb_pinset_add(&ts->pins, ts->resident[i].buf_id))
+			{
+				if (!tb_reserve_block(reserved_map(shared), shared->reserved_bits,
+									  ts->resident[i].blkno))
+					elog(ERROR, "block %u of temporary table \"%s\" is beyond the scan's shared state",
+						 ts->resident[i].blkno,
+						 RelationGetRelationName(ts->css.ss.ss_currentRelation));
+				continue;
+			}
+			ts->resident[i].pinned = true;
+		}
 
 		/*
 		 * The table grew past the list's room since the DSM was sized, which
@@ -1475,6 +1793,60 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 		n++;
 	}
 	shared->nleader_pages = n;
+}
+
+/* How many blocks the leader keeps to itself this pass. */
+static uint64
+count_reserved(TempScanShared *shared)
+{
+	const uint64 *reserved = reserved_map(shared);
+	uint64		n = 0;
+
+	for (BlockNumber w = 0; w < (shared->reserved_bits + 63) / 64; w++)
+		n += pg_popcount64(reserved[w]);
+	return n;
+}
+
+/*
+ * Leader, before workers start: keep every page they may read from
+ * changing while they read it (page_guard.c), or decide that they must not
+ * read the table at all.  Lists the pages workers copy from the leader.
+ */
+static void
+guard_pages(TempScanState *ts, TempScanShared *shared)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	const char *reason = NULL;
+
+	tb_pinset_release(&ts->pins);
+	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt);
+	memset(reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
+
+	share_leader_pages(ts, shared);
+	if (!shared->leader_only && ts->guard_pruning && !tb_debug_unprotected)
+	{
+		if (!tb_guard_prunable_pages(rel, ts->resident, ts->nresident, &ts->pins,
+									 reserved_map(shared), shared->reserved_bits,
+									 ts->scratch))
+			reason = "code in the leader may prune pages workers read";
+		else if (ts->toast && !tb_toast_guard(rel, &ts->pins, ts->scratch))
+			reason = "code in the leader may prune out-of-line values workers read";
+	}
+	shared->any_reserved = count_reserved(shared) > 0;
+	if (reason == NULL && shared->any_reserved && !parallel_leader_participation)
+		reason = "the leader keeps pages to itself but does not take part";
+
+	if (reason != NULL)
+	{
+		ts->leader_only_reason = reason;
+		shared->leader_only = true;
+		shared->nleader_pages = 0;
+		shared->any_reserved = false;
+		tb_pinset_release(&ts->pins);
+	}
+	if (shared->any_reserved)
+		ts->pages_kept += count_reserved(shared);
+	ts->pages_pinned += ts->pins.npinned;
 }
 
 static void
@@ -1497,7 +1869,12 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	pg_atomic_init_u32(&shared->workers_started, 0);
 	pg_atomic_init_u32(&shared->workers_refused, 0);
 	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
-	share_leader_pages(ts, shared);
+	shared->reserved_offset = reserved_offset(pcxt->nworkers, ts->leader_pages_room);
+	shared->reserved_bits = ts->reserved_room;
+	pg_atomic_init_u32(&shared->hazard_phase, HAZARD_IDLE);
+	shared->hazard_block = InvalidBlockNumber;
+	ts->hazard_served = false;
+	guard_pages(ts, shared);
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
 	ts->shared = shared;
@@ -1568,12 +1945,19 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	{
 		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
-		ts->copies_from_leader = tb_can_read_leader(ts->shared->leader_pid,
-													ts->leader_pages[0].desc_addr);
+		ts->copies_from_leader = tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL &&
+			tb_can_read_leader(ts->shared->leader_pid,
+							   ts->leader_pages[0].desc_addr);
 		if (!ts->copies_from_leader)
 			pg_atomic_fetch_add_u32(&ts->shared->workers_refused, 1);
 	}
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
+	if (tb_debug_hazard != TB_HAZARD_NONE &&
+		tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
+	{
+		tb_mid_read_hook = worker_meets_hazard;
+		tb_mid_read_arg = ts;
+	}
 
 	if (ts->shared->toast_private)
 	{
@@ -1587,6 +1971,46 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		if (ts->toast == NULL)
 			elog(ERROR, "parallel worker could not read toast index: %s", reason);
 	}
+}
+
+/*
+ * Full scans of ours in the plan flush their tables now, before Gather
+ * launches the workers that read the files.
+ */
+static bool
+flush_full_scans(PlanState *planstate, void *context)
+{
+	if (planstate == NULL)
+		return false;
+	if (IsA(planstate, CustomScanState) &&
+		((CustomScanState *) planstate)->methods == &temp_scan_exec_methods)
+	{
+		TempScanState *ts = (TempScanState *) planstate;
+
+		if (ts->awaits_run)
+			flush_table(ts);
+	}
+	return planstate_tree_walker(planstate, flush_full_scans, context);
+}
+
+static ExecutorRun_hook_type prev_executor_run = NULL;
+
+static void
+temp_scan_executor_run(TB_EXECUTOR_RUN_PARAMS)
+{
+	if (full_scans_awaiting_run > 0 && !IsParallelWorker())
+		(void) flush_full_scans(queryDesc->planstate, NULL);
+	if (prev_executor_run)
+		prev_executor_run(TB_EXECUTOR_RUN_ARGS);
+	else
+		standard_ExecutorRun(TB_EXECUTOR_RUN_ARGS);
+}
+
+void
+tb_install_executor_hooks(void)
+{
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = temp_scan_executor_run;
 }
 
 static void
@@ -1655,6 +2079,10 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);
 	if (ts->leader_only_reason)
 		ExplainPropertyText("Leader Only", ts->leader_only_reason, es);
+	if (ts->pages_pinned > 0)
+		ExplainPropertyInteger("Pages Pinned", NULL, ts->pages_pinned, es);
+	if (ts->pages_kept > 0)
+		ExplainPropertyInteger("Pages Kept By Leader", NULL, ts->pages_kept, es);
 
 	if (ts->totals)
 	{

@@ -264,6 +264,32 @@ tb_toast_flush(Relation rel)
 	return written;
 }
 
+/*
+ * Leader, when code it runs may read tables while workers fetch values:
+ * keep the toast heap pages it could prune from changing (page_guard.c).
+ * False when one is not in local buffers, or the pin budget is spent:
+ * then no worker may fetch.  Index pages need nothing: the leader can only
+ * mark their entries dead, a change any reader takes whole.
+ */
+bool
+tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch)
+{
+	Relation	toastrel;
+	TbResidentPage *resident;
+	int			nresident;
+	bool		guarded;
+
+	if (!OidIsValid(rel->rd_rel->reltoastrelid))
+		return true;
+	toastrel = table_open(rel->rd_rel->reltoastrelid, AccessShareLock);
+	resident = tb_resident_pages(TbRelationFileId(toastrel), MAIN_FORKNUM, &nresident);
+	guarded = tb_guard_prunable_pages(toastrel, resident, nresident, pins,
+									  NULL, 0, scratch);
+	pfree(resident);
+	table_close(toastrel, AccessShareLock);
+	return guarded;
+}
+
 static Page
 index_page(TbToastReader *reader, BlockNumber blkno)
 {

@@ -1,0 +1,169 @@
+/*-------------------------------------------------------------------------
+ *
+ * page_guard.c
+ *	  Keep the pages that parallel workers read from changing under them.
+ *
+ * While workers of a Temp Seq Scan copy pages out of the leader's local
+ * buffers or read them from the file, the leader goes on running its part
+ * of the plan, and whatever runs above Gather.  During a statement that
+ * runs in parallel mode nothing may insert, update, delete or lock rows, so
+ * the only changes the leader can make to a temporary table's pages are:
+ *
+ *	- hint bits on tuples (t_infomask), LP_DEAD marks on index entries,
+ *	  page-full and has-garbage flags, pd_prune_xid, and the checksum the
+ *	  write of an eviction sets: each is a field a torn copy takes from one
+ *	  image or the other, and both images give every reader the same answer;
+ *	- write-back of a dirty page on eviction, and the reuse of the buffer
+ *	  for another page: a worker copying that buffer, or reading the block
+ *	  from the file, can get half of one image and half of another;
+ *	- on-access pruning (heap_page_prune_opt, by an index, bitmap or seq
+ *	  scan of the table or its toast relation in the leader: a function
+ *	  above Gather, say), which moves tuples and rewrites line pointers.
+ *
+ * Pruning needs a cleanup lock, which a second pin on a local buffer
+ * refuses, and eviction skips pinned buffers.  So the leader pins every
+ * buffer a worker copies, and, when the statement may run code in the
+ * leader that reads tables, every resident page the leader could prune.
+ * A page the leader could prune is one whose pd_prune_xid is set: nothing
+ * sets it in a statement that runs in parallel mode.  Pages not in local
+ * buffers the leader could still read, prune and evict while a worker reads
+ * the file; the leader keeps those that could be pruned to itself.  So do
+ * pages the pin budget leaves out: pins never take more than three quarters
+ * of the pool, so that the rest of the statement still finds buffers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/bufpage.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "pg_tempbuf.h"
+
+/* Buffers left unpinned for the rest of the statement: a quarter, at least 16. */
+static int
+pins_left_free(void)
+{
+	return Max(16, NLocBuffer / 4);
+}
+
+void
+tb_pinset_init(TbPinSet *set, MemoryContext cxt)
+{
+	set->cxt = cxt;
+	set->buffers = NULL;
+	set->npinned = 0;
+	set->room = Max(0, NLocBuffer - pins_left_free());
+}
+
+/*
+ * Pin local buffer buf_id for the rest of the scan; false when the budget
+ * is spent.  The pins belong to the current resource owner, which drops
+ * them should the statement fail.
+ */
+bool
+tb_pinset_add(TbPinSet *set, int buf_id)
+{
+	if (set->npinned >= set->room)
+		return false;
+	if (set->buffers == NULL)
+		set->buffers = MemoryContextAlloc(set->cxt,
+										  sizeof(Buffer) * set->room);
+	set->buffers[set->npinned++] = TbPinLocalBuffer(GetLocalBufferDescriptor(buf_id));
+	return true;
+}
+
+void
+tb_pinset_release(TbPinSet *set)
+{
+	for (int i = 0; i < set->npinned; i++)
+		ReleaseBuffer(set->buffers[i]);
+	set->npinned = 0;
+}
+
+/* Could the leader prune this page while the statement runs? */
+bool
+tb_page_may_be_pruned(Page page)
+{
+	return !PageIsNew(page) &&
+		TransactionIdIsValid(((PageHeader) page)->pd_prune_xid);
+}
+
+static void
+reserve_block(uint64 *reserved, BlockNumber blkno)
+{
+	reserved[blkno / 64] |= UINT64CONST(1) << (blkno % 64);
+}
+
+bool
+tb_block_reserved(const uint64 *reserved, BlockNumber nbits, BlockNumber blkno)
+{
+	if (reserved == NULL || blkno >= nbits)
+		return false;
+	return (reserved[blkno / 64] >> (blkno % 64)) & 1;
+}
+
+/*
+ * Keep the pages of rel's main fork that the leader may prune from changing
+ * while workers read them: pin those in local buffers (resident, sorted by
+ * block; its pinned flags are kept up to date), and mark the rest in
+ * reserved, for the leader to read itself.  The pages not in local buffers
+ * are looked at in the file (scratch is a page of memory for that).
+ * Returns false when a page needs reserving and there is no reserved map,
+ * or the map has no bit for it: then workers must not read the relation.
+ */
+bool
+tb_guard_prunable_pages(Relation rel, TbResidentPage *resident, int nresident,
+						TbPinSet *pins, uint64 *reserved, BlockNumber reserved_bits,
+						char *scratch)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	int			next_resident = 0;
+
+	for (BlockNumber blkno = 0; blkno < nblocks; blkno++)
+	{
+		bool		prunable;
+
+		CHECK_FOR_INTERRUPTS();
+		while (next_resident < nresident && resident[next_resident].blkno < blkno)
+			next_resident++;
+		if (next_resident < nresident && resident[next_resident].blkno == blkno)
+		{
+			TbResidentPage *page = &resident[next_resident];
+
+			if (page->pinned ||
+				!tb_page_may_be_pruned((Page) LocalBufferBlockPointers[page->buf_id]))
+				continue;
+			if (tb_pinset_add(pins, page->buf_id))
+			{
+				page->pinned = true;
+				continue;
+			}
+			prunable = true;
+		}
+		else
+		{
+			/* In the file, as the leader last wrote it: no worker reads yet. */
+			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, scratch);
+			prunable = tb_page_may_be_pruned((Page) scratch);
+		}
+		if (!prunable)
+			continue;
+		if (reserved == NULL || blkno >= reserved_bits)
+			return false;
+		reserve_block(reserved, blkno);
+	}
+	return true;
+}
+
+/* Mark blkno for the leader to read itself (see tb_guard_prunable_pages). */
+bool
+tb_reserve_block(uint64 *reserved, BlockNumber reserved_bits, BlockNumber blkno)
+{
+	if (reserved == NULL || blkno >= reserved_bits)
+		return false;
+	reserve_block(reserved, blkno);
+	return true;
+}
