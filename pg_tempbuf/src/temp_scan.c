@@ -1022,6 +1022,9 @@ serve_hazard(TempScanState *ts)
 			break;
 	}
 	ReleaseBuffer(buffer);
+	ereport(NOTICE,
+			(errmsg("pg_tempbuf.debug_hazard: block %u of \"%s\" met the leader in the middle of a worker's read",
+					blkno, RelationGetRelationName(rel))));
 	if (pg_atomic_read_u32(&shared->hazard_phase) < HAZARD_CHANGED)
 		pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
 }
@@ -1941,6 +1944,9 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 
 	/* Once per worker: the leader's list is the same on every pass. */
 	ts->copies_from_leader = false;
+	/* pg_tempbuf.debug_hazard: answer after the leader first asks, in its stall. */
+	if (tb_debug_hazard == TB_HAZARD_HANDSHAKE_STALL)
+		pg_usleep(50000L);
 	if (ts->shared->nleader_pages > 0)
 	{
 		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +

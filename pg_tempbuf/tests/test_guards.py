@@ -1,0 +1,181 @@
+"""Forced races: each test makes one change the leader can make to a page happen in the
+middle of a worker's read of it (pg_tempbuf.debug_hazard), and checks that the scan's guard
+keeps the answer exact.  Each runs again with the guards off
+(pg_tempbuf.debug_unprotected), where the same schedule must give a wrong answer: that is
+what shows the test can fail.
+
+The hazards, and the guard each one meets (see page_guard.c):
+- the leader prunes a page a worker copies from its buffers: the pin on every listed buffer;
+- the leader prunes and writes back a page a worker reads from the file, while a function
+  above Gather may read the table: pins on the resident pages it could prune, the others
+  kept for the leader;
+- a copied buffer holds another page for a while (evicted and read again): the pin;
+- the leader stalls between the two reads of the start/refuse handshake while workers
+  cannot copy: the order of those reads;
+- a portal is bound, the table changes, then the portal runs: the full scan flushes when
+  the executor runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from conftest import force_parallel, leader_copies_unavailable, start_preloaded
+from pglab.cluster import Cluster
+from wire import WireError, WireSession
+
+ROWS = 20000
+# Every row once, its pad column updated in two of three rows: pages full of dead versions,
+# which heap_page_prune_opt() prunes as soon as it looks at them.
+SETUP = f"""
+CREATE TEMP TABLE h (id int, pad text) WITH (fillfactor = 100);
+INSERT INTO h SELECT g, repeat('x', 40) FROM generate_series(1, {ROWS}) g;
+UPDATE h SET pad = repeat('y', 40) WHERE id % 3 <> 0;
+CREATE FUNCTION pg_temp.one(i int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+  AS 'BEGIN RETURN 1; END';
+"""
+COUNT = "SELECT count(*), sum(id) FROM h"
+EXACT_COUNT = [(ROWS, ROWS * (ROWS + 1) // 2)]
+# The same, with a function above Gather: code in the leader that could read h.
+COUNT_WITH_LEADER_CODE = "SELECT count(*), sum(id), sum(pg_temp.one(id)) FROM h"
+EXACT_WITH_LEADER_CODE = [(ROWS, ROWS * (ROWS + 1) // 2, ROWS)]
+
+
+@pytest.fixture(scope="module")
+def no_checksum_cluster(pg_config_path: str) -> Iterator[Cluster]:
+    """File reads are checked by page checksums where the cluster has them: a torn read is
+    then read again, and the race never reaches a query.  Without them only the guards keep
+    a worker's file read whole."""
+    cluster = start_preloaded(pg_config_path, checksums=False)
+    yield cluster
+    cluster.cleanup()
+
+
+def run_hazard(
+    conn: psycopg.Connection[Any], hazard: str, protected: bool, query: str, settings: dict[str, str]
+) -> tuple[list[tuple[Any, ...]] | str, list[str]]:
+    """The query's rows (or its error) and the notices of the forced race."""
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    force_parallel(conn)
+    conn.execute("SET pg_tempbuf.debug_sync_start = on")
+    for name, value in settings.items():
+        conn.execute(f"SET {name} = {value}")
+    conn.execute(SETUP)
+    conn.execute(f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'}")
+    conn.execute(f"SET pg_tempbuf.debug_hazard = {hazard}")
+    try:
+        rows: list[tuple[Any, ...]] | str = [tuple(int(v) for v in r) for r in conn.execute(query).fetchall()]
+    except psycopg.Error as e:
+        rows = f"error: {e}"
+    conn.execute("RESET pg_tempbuf.debug_hazard")
+    conn.execute("RESET pg_tempbuf.debug_unprotected")
+    return rows, [n for n in notices if "debug_hazard" in n]
+
+
+def check(rows: object, exact: object, met: list[str], protected: bool, must_meet: bool) -> None:
+    if protected:
+        assert rows == exact
+        if must_meet:
+            assert met, "the worker never paused in the middle of a page: the race was not run"
+    else:
+        assert met, "the worker never paused in the middle of a page: the race was not run"
+        assert rows != exact, "with the guards off, the forced race should have given a wrong answer"
+
+
+needs_copies = pytest.mark.skipif(leader_copies_unavailable() is not None,
+                                  reason=f"{leader_copies_unavailable()}")
+
+
+@needs_copies
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_prune_during_copy(preloaded_cluster: Cluster, protected: bool) -> None:
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        rows, met = run_hazard(conn, "prune_during_copy", protected, COUNT, {})
+    check(rows, EXACT_COUNT, met, protected, must_meet=True)
+
+
+@needs_copies
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_refill_during_copy(preloaded_cluster: Cluster, protected: bool) -> None:
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        rows, met = run_hazard(conn, "refill_during_copy", protected, COUNT, {})
+    check(rows, EXACT_COUNT, met, protected, must_meet=True)
+
+
+@pytest.mark.parametrize("pool", ["64MB", "800kB"], ids=["resident", "evicting"])
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_prune_during_read(no_checksum_cluster: Cluster, protected: bool, pool: str) -> None:
+    """A resident page the leader could prune is pinned, and the worker's read meets the
+    refused prune; in a pool too small for the table such pages are the leader's alone, and
+    no worker read meets one."""
+    with no_checksum_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
+        rows, met = run_hazard(conn, "prune_during_read", protected, COUNT_WITH_LEADER_CODE,
+                               {"pg_tempbuf.copy_from_leader": "off"})
+    check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=pool == "64MB")
+
+
+@needs_copies
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_handshake_stall(preloaded_cluster: Cluster, protected: bool) -> None:
+    """A fresh table, never written: a worker that cannot copy reads zeros unless the leader
+    learns of it and writes the pages."""
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        force_parallel(conn)
+        # Not debug_sync_start: the leader must ask before the workers have started.
+        conn.execute(f"CREATE TEMP TABLE fresh AS SELECT g AS id FROM generate_series(1, {ROWS}) g")
+        conn.execute(f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'}")
+        conn.execute("SET pg_tempbuf.debug_hazard = handshake_stall")
+        rows = conn.execute("SELECT count(*), sum(id) FROM fresh").fetchall()
+    exact = [(ROWS, ROWS * (ROWS + 1) // 2)]
+    if protected:
+        assert rows == exact
+    else:
+        assert rows != exact, "with the guards off, the stalled handshake should have lost rows"
+
+
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected: bool) -> None:
+    """A full scan (the inner side of a hash join under Gather) whose portal is bound, then
+    the table changes, then the portal runs: its workers must read the table as it is when
+    they start, so the leader writes it then, and nothing is left dirty for an eviction to
+    write while they read."""
+    with preloaded_cluster.connect() as admin:
+        admin.execute("DROP TABLE IF EXISTS guard_big")
+        admin.execute("CREATE TABLE guard_big AS SELECT g AS id, g % 1000 AS k FROM generate_series(1, 100000) g")
+        admin.execute("ANALYZE guard_big")
+    query = "SELECT count(*), sum(s.w) FROM guard_big b JOIN stage s USING (k)"
+    with WireSession(preloaded_cluster.socket_dir, preloaded_cluster.port, "postgres", "postgres") as wire:
+        wire.simple(
+            "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
+            "SET pg_tempbuf.write_page_cost = 0; SET pg_tempbuf.buffer_scan_cost = 0;"
+            "SET pg_tempbuf.read_page_cost = 0; SET enable_parallel_hash = off;"
+            f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'};"
+            "CREATE TEMP TABLE stage AS SELECT g AS k, g * 3 AS w FROM generate_series(1, 400, 2) g;"
+            "ANALYZE stage;"
+        )
+        plan = "\n".join(r[0] or "" for r in wire.simple(f"EXPLAIN (COSTS OFF) {query}").rows)
+        assert "Custom Scan (Temp Seq Scan) on stage" in plan and "Gather" in plan, plan
+        assert "Parallel Custom Scan (Temp Seq Scan) on stage" not in plan, plan
+        try:
+            rows = wire.bind_change_execute(query, "UPDATE stage SET w = w + 1").rows
+        except WireError as e:
+            rows = [[str(e)]]
+        dirty_left = wire.simple(
+            "SELECT count(*) FROM pg_local_buffers WHERE relfilenode = pg_relation_filenode('stage')"
+            " AND relforknumber = 0 AND isdirty"
+        ).rows
+        serial = wire.simple(
+            f"BEGIN; SET LOCAL pg_tempbuf.parallel_scan = off; {query}; ROLLBACK"
+        ).rows
+    # The portal's snapshot is older than the update: it sees the old values.
+    count, updated_sum = (int(v or 0) for v in serial[0])
+    if protected:
+        assert rows == [[str(count), str(updated_sum - count)]]
+        assert dirty_left == [["0"]], "the table was left dirty while the portal's workers read it"
+    else:
+        assert dirty_left != [["0"]], "with the guards off the flush happens at bind time"
