@@ -90,3 +90,16 @@ DROP FOREIGN DATA WRAPPER dummy_fdw;
 DROP MATERIALIZED VIEW matview;
 DROP VIEW perm_view;
 DROP TABLE permanent, unlogged;
+
+-- The debug settings that force races are a superuser's, as core's
+-- developer options are, and SHOW ALL does not list them.
+CREATE ROLE tempbuf_plain_user;
+SET ROLE tempbuf_plain_user;
+SET pg_tempbuf.debug_hazard = prune_during_copy;
+SET pg_tempbuf.debug_unprotected = on;
+SET pg_tempbuf.debug_sync_start = on;
+RESET ROLE;
+SET pg_tempbuf.debug_hazard = no_such_hazard;
+SELECT count(*) FROM pg_settings WHERE name LIKE 'pg_tempbuf.debug%';
+SHOW pg_tempbuf.debug_hazard;
+DROP ROLE tempbuf_plain_user;
