@@ -11,22 +11,23 @@
  * smgr into a private copy after the leader flushed the table's dirty
  * pages.  Nothing is ever written back: no hint bits, no pruning.
  *
- * A page can still be read while some unrelated work in the leader writes
- * it (say, a parallel-restricted function above Gather that reads the same
- * table and sets hint bits).  Such a torn read is caught by the page
- * checksum when the cluster has them, by pg_tempbuf.verify_reread (read
- * twice, compare) when asked to, and else only by the header sanity check.
- * A page that fails is read again; one that keeps failing is an error,
- * never a wrong answer.
+ * A page can still be read while the leader writes it back on eviction,
+ * after code it runs above Gather set hint bits on it: a torn read then
+ * mixes two images that differ in hint bits only, which give the same
+ * answer (page_guard.c keeps the pages the leader could prune from such a
+ * race).  The page checksum, where the cluster has them, catches the tear,
+ * and pg_tempbuf.verify_reread (read twice, compare) when asked to; a page
+ * that fails is read again, and one that keeps failing is an error.
  *
  * On Linux a worker copies the pages the leader holds in local buffers
  * straight out of the leader's memory instead (process_vm_readv(2), which
  * needs the same user and no ptrace restriction between them): no write
  * by the leader, no read call per page, no checksum, and the buffer is the
- * newest image of the page.  The copy reads the buffer's descriptor before
- * and after the page: should the leader have evicted the buffer meanwhile
- * (say, to read another temporary table through local buffers), the tags
- * differ, and the page is read from the file, where the eviction wrote it.
+ * newest image of the page.  The leader pins every buffer it lists, so that
+ * no eviction, buffer reuse or prune can change the page during the copy
+ * (page_guard.c); the copy still reads the buffer's descriptor before and
+ * after the page, and should the tags differ, the page is read from the
+ * file, where an eviction wrote it.
  *
  *-------------------------------------------------------------------------
  */
