@@ -69,8 +69,7 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
 	TbLocalBufferCounts scope;
 	TbRelFileId file = TbRelationFileId(rel);
 
-	tb_count_local_buffers(NULL, InvalidForkNumber, &pool);
-	tb_count_local_buffers(&file, MAIN_FORKNUM, &scope);
+	tb_pool_census(&file, &scope, &pool);
 	price->dirty_pages = scope.dirty;
 	price->resident_pages = scope.allocated;
 	price->pool_pages = pool.allocated;

@@ -243,7 +243,7 @@ tb_toast_dirty_pages(Relation rel)
 	{
 		TbLocalBufferCounts counts;
 
-		tb_count_local_buffers(lfirst(lc), MAIN_FORKNUM, &counts);
+		tb_pool_census(lfirst(lc), &counts, NULL);
 		dirty += counts.dirty;
 	}
 	list_free_deep(files);
