@@ -58,6 +58,9 @@ typedef struct TbLocalBufferCounts
 /* localbuf_access.c: walks over this backend's local buffers */
 extern void tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 								   TbLocalBufferCounts *counts);
+extern void tb_pool_census(const TbRelFileId *file, TbLocalBufferCounts *main_fork,
+						   TbLocalBufferCounts *pool);
+extern void tb_pool_census_reset(void);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern int64 tb_evict_local_buffers(Relation rel);
 
@@ -206,7 +209,6 @@ extern bool tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
 extern List *tb_temp_scan_private(bool partial, bool toast_sensitive,
 								  int est_dirty_pages, double est_flush_cost);
 extern bool tb_temp_scan_is_partial(CustomScan *cscan);
-extern void tb_temp_scan_mark_read_elsewhere(CustomScan *cscan);
 extern void tb_temp_scan_mark_output_unread(CustomScan *cscan);
 extern void tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode);
 extern void tb_temp_scan_mark_guard_pruning(CustomScan *cscan);

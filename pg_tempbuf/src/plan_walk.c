@@ -13,9 +13,10 @@
  *	- in a parallel plan, a stock Seq Scan of a table that our scans also
  *	  read becomes a full scan of ours (same target list and quals: both
  *	  kinds of node take them from the table's tuples the same way);
- *	- another stock scan of such a table (index, bitmap, TID) cannot: a
- *	  plan with a full scan of ours is made again without our paths for
- *	  that table, and partial scans of ours run in the leader alone;
+ *	- another stock scan of such a table (index, bitmap, TID) cannot: the
+ *	  plan is made again without our paths for that table (our scans of it
+ *	  would otherwise have to run in the leader alone, under a Gather
+ *	  costed with workers);
  *	- in a plan that ended up without parallelism, a full scan of ours
  *	  becomes a stock Seq Scan again: nothing needs the flush.
  *
@@ -293,9 +294,7 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 {
 	PlanScans	found = {stmt->rtable, NIL, NIL};
 	List	   *our_relids = NIL;
-	List	   *partial_only_conflicts = NIL;
 	ListCell   *lc;
-	ListCell   *lc2;
 
 	collect_scans(&stmt->planTree, NULL, &found);
 	foreach(lc, stmt->subplans)
@@ -341,27 +340,14 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 			continue;
 		}
 
-		/* A stock read that must stay: is a full scan of ours there too? */
-		foreach(lc2, found.scans)
-		{
-			ScanRef    *other = lfirst(lc2);
-
-			if (other->relid == ref->relid && tb_is_temp_scan(*other->link) &&
-				!tb_temp_scan_is_partial((CustomScan *) *other->link))
-				return ref->relid;
-		}
-		partial_only_conflicts =
-			list_append_unique_oid(partial_only_conflicts, ref->relid);
+		/*
+		 * A stock read that must stay.  Our scans of the table would have to
+		 * run in the leader alone, under a Gather costed with workers: plan
+		 * again without them, so that the planner compares honest plans.
+		 */
+		return ref->relid;
 	}
 
-	foreach(lc, found.scans)
-	{
-		ScanRef    *ref = lfirst(lc);
-
-		if (tb_is_temp_scan(*ref->link) &&
-			list_member_oid(partial_only_conflicts, ref->relid))
-			tb_temp_scan_mark_read_elsewhere((CustomScan *) *ref->link);
-	}
 	foreach(lc, found.gathers)
 		set_flush_mode(lfirst(lc));
 

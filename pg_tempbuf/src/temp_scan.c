@@ -29,11 +29,11 @@
  *	  not written yet.  Otherwise (a full scan, no leader participation,
  *	  toast values to fetch, leader-only mode) the leader writes everything
  *	  before Gather launches workers: a partial scan when it sets up the
- *	  shared state, a full scan when the executor starts.
+ *	  shared state, a full scan when the executor runs the plan.
  *	  A rescan writes only what is dirty then: until the statement ends
- *	  nothing can dirty those pages (a parallel query cannot write, and a
- *	  statement that reads the table elsewhere runs this scan in the leader
- *	  alone).
+ *	  nothing can dirty those pages but hint bits (a parallel query cannot
+ *	  write, and no other scan of the table in the plan goes through local
+ *	  buffers: plan_walk.c).
  *	- Participants take chunks of blocks from a shared range and read
  *	  them into private memory (page_reader.c), so workers need no
  *	  temp_buffers of their own; the leader reads the pages it holds in
@@ -45,9 +45,10 @@
  *	  participant detoasts through local buffers.
  *	- When workers must not look at the table's rows the scan runs in the
  *	  leader alone: it then stops Gather from launching any worker.  That
- *	  happens when the statement also reads the table elsewhere (the
- *	  leader's other scan could write its pages), or when the toast index
- *	  is one toast_reader.c cannot read.
+ *	  happens when the toast index is one toast_reader.c cannot read, or
+ *	  when code the leader runs could prune pages the guards cannot keep
+ *	  (page_guard.c).
+ *	- Pages workers read cannot change under them: see page_guard.c.
  *	- Without shared memory (Gather running serially, e.g. an extended-
  *	  protocol fetch with a row limit) the node scans alone, the same way.
  *
@@ -84,7 +85,6 @@
 enum
 {
 	TSP_TOAST_SENSITIVE,		/* the scan's output or quals use a toastable column */
-	TSP_READ_ELSEWHERE,			/* the statement reads the table in another place */
 	TSP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TSP_EST_FLUSH_COST,
 	TSP_PARTIAL,				/* participants share the blocks */
@@ -189,7 +189,6 @@ typedef struct TempScanState
 	/* from the plan */
 	bool		partial;
 	bool		toast_sensitive;
-	bool		read_elsewhere;
 	bool		output_unread;
 	bool		guard_pruning;
 	bool		reads_no_column;	/* neither quals nor parent read a column */
@@ -351,8 +350,7 @@ List *
 tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 					 double est_flush_cost)
 {
-	return list_concat(list_make5(makeInteger(toast_sensitive),
-								  makeInteger(false),
+	return list_concat(list_make4(makeInteger(toast_sensitive),
 								  makeInteger(est_dirty_pages),
 								  makeString(psprintf("%.17g", est_flush_cost)),
 								  makeInteger(partial)),
@@ -412,13 +410,6 @@ tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
 }
 
 void
-tb_temp_scan_mark_read_elsewhere(CustomScan *cscan)
-{
-	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
-	intVal(list_nth(cscan->custom_private, TSP_READ_ELSEWHERE)) = true;
-}
-
-void
 tb_temp_scan_mark_output_unread(CustomScan *cscan)
 {
 	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
@@ -471,7 +462,6 @@ temp_scan_create_state(CustomScan *cscan)
 
 	ts->partial = intVal(list_nth(priv, TSP_PARTIAL));
 	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
-	ts->read_elsewhere = intVal(list_nth(priv, TSP_READ_ELSEWHERE));
 	ts->output_unread = intVal(list_nth(priv, TSP_OUTPUT_UNREAD));
 	ts->guard_pruning = intVal(list_nth(priv, TSP_GUARD_PRUNING));
 	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
@@ -609,7 +599,7 @@ tb_toast_has_data(Relation rel)
 static bool
 wants_toast_reader(TempScanState *ts)
 {
-	return ts->nqual_attrs + ts->nlate_attrs > 0 && !ts->read_elsewhere &&
+	return ts->nqual_attrs + ts->nlate_attrs > 0 &&
 		tb_toast_has_data(ts->css.ss.ss_currentRelation);
 }
 
@@ -683,10 +673,9 @@ temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 	{
 		/*
 		 * Workers fetching out-of-line values need the toast relation on
-		 * disk before they start; a table read elsewhere is scanned by the
-		 * leader alone.
+		 * disk before they start.
 		 */
-		if (ts->fetch_toast || ts->read_elsewhere)
+		if (ts->fetch_toast)
 			mode = TB_FLUSH_UPFRONT;
 		if (mode == TB_FLUSH_UPFRONT)
 			flush_table(ts);
@@ -713,9 +702,7 @@ temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 				 toast_reason);
 	}
 
-	if (ts->read_elsewhere)
-		ts->leader_only_reason = "the statement reads the table elsewhere";
-	else if (ts->fetch_toast && ts->toast == NULL)
+	if (ts->fetch_toast && ts->toast == NULL)
 		ts->leader_only_reason = toast_reason;
 	else
 		ts->leader_only_reason = NULL;
