@@ -87,13 +87,17 @@ def temp_scan_nodes(conn: psycopg.Connection[Any], sql: str) -> list[dict[str, A
     return found
 
 
+def workers_read(node: dict[str, Any]) -> bool:
+    """Did a worker read pages of this scan node (EXPLAIN ANALYZE, JSON)?"""
+    return any(int(n) > 0 for n in re.findall(r"worker \d+=(\d+)", node.get("Pages Read", "")))
+
+
 def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None:
     """What the scans' flushes did, for a suite to prove its cases reached each mode."""
     for node in nodes:
         mode = node.get("Flush Mode", "none")
-        worker_pages = sum(int(n) for n in re.findall(r"worker \d+=(\d+)", node.get("Pages Read", "")))
         counts[f"flush mode {mode}"] += 1
-        if worker_pages > 0:
+        if workers_read(node):
             counts[f"workers read, {mode}"] += 1
             if node.get("Pages Flushed", 0) > 0:
                 counts[f"workers read pages written by this scan, {mode}"] += 1
@@ -101,6 +105,12 @@ def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None
             counts[f"workers waited for the flush, {mode}"] += 1
         if re.search(r"worker \d+=[1-9]", node.get("Pages Copied From Leader", "")):
             counts[f"workers copied pages from the leader, {mode}"] += 1
+        if node.get("Pages Pinned", 0) > 0:
+            counts["guarded: pages pinned against the leader's changes"] += 1
+        if node.get("Pages Kept By Leader", 0) > 0:
+            counts["guarded: pages kept by the leader"] += 1
+        if "Leader Only" in node:
+            counts[f"leader only: {node['Leader Only']}"] += 1
 
 
 def leader_copies_unavailable() -> str | None:

@@ -102,6 +102,29 @@ def history_step(draw: st.DrawFn, wide: bool) -> list[str]:
     return draw(stmts)
 
 
+# Functions that read `t` again in the leader, once per row above Gather, while workers read
+# it: PARALLEL RESTRICTED, as PostgreSQL's documentation asks of functions that touch
+# temporary tables.  Neither is inlined (a SQL function with FROM never is, PL/pgSQL never
+# is), so the planner cannot see their reads.  Their scans prune pages, set hint bits and
+# mark index entries dead in the leader; probe_index reads through t's index when the case
+# has one (the SET makes sure of it), probe_seq always scans the heap, probe_wide detoasts.  Both live in the
+# session's temporary schema, beside the table they read.
+LEADER_PROBES = [
+    "CREATE FUNCTION pg_temp.probe_index(i bigint) RETURNS bigint LANGUAGE sql STABLE PARALLEL RESTRICTED "
+    "SET enable_seqscan = off AS 'SELECT count(*) FROM t WHERE id = i'",
+    "CREATE FUNCTION pg_temp.probe_seq(i int) RETURNS bigint LANGUAGE plpgsql STABLE PARALLEL RESTRICTED "
+    "AS 'BEGIN RETURN (SELECT count(*) FROM t WHERE a = i); END'",
+    "CREATE FUNCTION pg_temp.probe_wide(i bigint) RETURNS bigint LANGUAGE sql STABLE PARALLEL RESTRICTED "
+    "AS 'SELECT sum(length(w)) FROM t WHERE id = i'",
+]
+
+
+def create_leader_probes(conn: psycopg.Connection[Any], indexed: bool) -> None:
+    if indexed:
+        conn.execute("CREATE INDEX t_id ON t (id)")
+    for sql in LEADER_PROBES:
+        conn.execute(sql)
+
 
 Outcome = tuple[str, Any]
 

@@ -22,8 +22,8 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FORCE_PARALLEL, count_flush_facts, leader_copies_unavailable, temp_scan_nodes
-from mvcc_history import history_step, open_transaction, predicate, replay_history, run, statement
+from conftest import FORCE_PARALLEL, count_flush_facts, leader_copies_unavailable, temp_scan_nodes, workers_read
+from mvcc_history import create_leader_probes, history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
 
 EXAMPLES = int(os.environ.get("PGTB_DIFF_EXAMPLES", "80"))
@@ -50,6 +50,11 @@ def query(draw: st.DrawFn) -> tuple[str, bool]:
         ("SELECT * FROM (SELECT a, count(*) AS c FROM t GROUP BY a) s WHERE c > 1", False),
         (f"WITH c AS (SELECT * FROM t WHERE {p}) SELECT count(*), sum(a) FROM c", False),
         (f"SELECT count(*) FROM t WHERE {p} AND EXISTS (SELECT 1 FROM u WHERE u.a = t.a)", False),
+        # The leader reads t itself, per row above Gather, while workers read it.
+        (f"SELECT count(*), sum(pg_temp.probe_index(id + {k})), sum(a), max(s) FROM t WHERE {p}", False),
+        (f"SELECT id, pg_temp.probe_seq(a), n FROM t WHERE {p} AND id % 4 = {k % 4}", False),
+        (f"SELECT id, pg_temp.probe_index(id - {k}) + pg_temp.probe_seq(a + 1) FROM t WHERE {p} "
+         f"ORDER BY id LIMIT {k}", True),
     ]
     return draw(st.sampled_from(choices))
 
@@ -63,6 +68,7 @@ class Case:
     verify_reread: bool
     sync_start: bool  # the leader waits for workers: they then read even a small table
     copy_from_leader: bool  # workers copy resident pages from the leader's memory, where allowed
+    indexed: bool  # t has an index on id, which probe_index reads
     history: list[list[str]]
     open_tx: list[str]
     open_subtx: list[str]
@@ -81,6 +87,7 @@ def case(draw: st.DrawFn) -> Case:
         verify_reread=draw(st.booleans()),
         sync_start=draw(st.sampled_from([True, False])),  # hypothesis tries True first
         copy_from_leader=draw(st.booleans()),
+        indexed=draw(st.booleans()),
         history=draw(st.lists(history_step(wide), min_size=1, max_size=6)),
         open_tx=draw(st.lists(statement(wide), max_size=3)),
         open_subtx=draw(st.lists(statement(wide), max_size=3)),
@@ -130,6 +137,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET pg_tempbuf.debug_sync_start = {'on' if c.sync_start else 'off'}")
             conn.execute(f"SET pg_tempbuf.copy_from_leader = {'on' if c.copy_from_leader else 'off'}")
             setup_tables(conn, c)
+            create_leader_probes(conn, c.indexed)
             replay_history(conn, c.history)
             open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx)
             for sql, ordered in c.queries:
@@ -138,7 +146,10 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
                 conn.execute("SET pg_tempbuf.parallel_scan = on")
                 if uses_temp_scan(conn, sql):
                     used["parallel"] += 1
-                    count_flush_facts(used, temp_scan_nodes(conn, sql))
+                    nodes = temp_scan_nodes(conn, sql)
+                    count_flush_facts(used, nodes)
+                    if "probe_" in sql and any(workers_read(node) for node in nodes):
+                        used["workers read while the leader read t"] += 1
                 used["queries"] += 1
                 parallel = run(conn, sql, ordered)
                 if parallel[0] == "error":
@@ -153,7 +164,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     check()
     print(f"differential: {used['queries']} queries, {used['parallel']} with a Temp Seq Scan")
     for fact, count in sorted(used.items()):
-        if fact.startswith(("flush mode", "workers")):
+        if fact.startswith(("flush mode", "workers", "guarded", "leader only")):
             print(f"  {fact}: {count}")
     # The suite proves something only if the parallel plan actually ran, and workers read
     # pages that the scan itself wrote, in each way the leader can write them.
@@ -163,6 +174,9 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
                     for mode in ("interleaved", "pipelined", "upfront")}
     assert written_read["upfront"] > 0, used
     assert written_read["interleaved"] + written_read["pipelined"] > 0, used
+    # The leader read t while workers read it, and the guards had pages to protect.
+    assert used["workers read while the leader read t"] > 0, used
+    assert used["guarded: pages pinned against the leader's changes"] > 0, used
     if leader_copies_unavailable() is None:
         assert sum(n for fact, n in used.items() if fact.startswith("workers copied pages")) > 0, used
     else:

@@ -31,6 +31,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mvcc_history import (
+    create_leader_probes,
     history_step,
     open_transaction,
     predicate,
@@ -82,6 +83,20 @@ SHAPES: dict[str, tuple[str, bool]] = {
     "aggregate": ("SELECT t.a % 5, count(*), sum(perm.b) FROM t JOIN perm USING (a) GROUP BY 1", False),
     "limit": ("SELECT t.id, perm.b FROM t JOIN perm USING (a) ORDER BY t.id, perm.b LIMIT {k}", True),
     "toast": ("SELECT count(*), sum(length(t.w)), max(md5(t.w)), max(substr(t.w, 90, 20)) FROM t JOIN u USING (a)", False),
+    # The leader reads t itself, per row above Gather, while workers read it.
+    "leader_probe_index": (
+        ("SELECT count(*), sum(pg_temp.probe_index(t.id + {k})), max(u.c) "
+         "FROM t JOIN u ON t.a = u.a AND u.b < {k} * 5 WHERE {p}"),
+        False,
+    ),
+    "leader_probe_seq": (
+        "SELECT perm.b, pg_temp.probe_seq(perm.a) FROM perm WHERE perm.b < {k} * 3 AND perm.a IN (SELECT a FROM t WHERE {p})",
+        False,
+    ),
+    "leader_probe_toast": (
+        "SELECT count(*), sum(pg_temp.probe_wide(t.id)), max(md5(t.w)) FROM t WHERE t.id % {k} = 0",
+        False,
+    ),
     "toast_inner": ("SELECT count(*), max(md5(t.w)) FROM perm JOIN t ON t.a = perm.a WHERE t.id % {k} = 0", False),
 }
 
@@ -119,6 +134,7 @@ class Case:
     compression: str
     partitioning: str
     default_partition: bool
+    indexed: bool  # t has an index on id, which probe_index and probe_wide read
     history: list[list[str]]
     open_tx: list[str]
     open_subtx: list[str]
@@ -139,6 +155,7 @@ def case_strategy(compressions: list[str]) -> st.SearchStrategy[Case]:
             compression=draw(st.sampled_from(compressions)),
             partitioning=draw(st.sampled_from(["range", "list", "hash"])),
             default_partition=draw(st.booleans()),
+            indexed=draw(st.booleans()),
             history=draw(st.lists(history_step(True), min_size=1, max_size=5)),
             open_tx=draw(st.lists(statement(True), max_size=3)),
             open_subtx=draw(st.lists(statement(True), max_size=3)),
@@ -265,6 +282,7 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
             conn.execute(f"SET pg_tempbuf.debug_sync_start = {'on' if c.sync_start else 'off'}")
             setup_tables(conn, c)
+            create_leader_probes(conn, c.indexed)
             replay_history(conn, c.history)
             conn.execute("ANALYZE t")
             open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx,
