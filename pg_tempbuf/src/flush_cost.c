@@ -69,6 +69,7 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
 	TbLocalBufferCounts scope;
 	TbRelFileId file = TbRelationFileId(rel);
 
+	tb_pool_census_watch(RelationGetRelid(rel));
 	tb_pool_census(&file, &scope, &pool);
 	price->dirty_pages = scope.dirty;
 	price->resident_pages = scope.allocated;

@@ -62,7 +62,9 @@ tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
  * extension, write and newly dirtied page in pgBufferUsage, and what drops
  * buffers without one of those (DROP, TRUNCATE, our eviction) invalidates
  * the relation's relcache entry or calls tb_pool_census_reset().  Workers'
- * usage added to the leader's counters only costs a walk.
+ * usage added to the leader's counters only costs a walk.  Only the
+ * invalidation of a table that was priced from the census counts: other
+ * sessions' catalog changes arrive here too, all the time on a busy server.
  */
 typedef struct CensusEntry
 {
@@ -79,10 +81,11 @@ typedef struct PoolCensus
 	int			nbuffers;
 	TbLocalBufferCounts pool;
 	HTAB	   *files;
+	uint64		generation;		/* counts the censuses taken */
 } PoolCensus;
 
 static PoolCensus census;
-static bool census_callback_registered = false;
+static HTAB *census_priced_relids = NULL;	/* tables priced from it */
 
 void
 tb_pool_census_reset(void)
@@ -93,7 +96,27 @@ tb_pool_census_reset(void)
 static void
 census_relcache_callback(Datum arg, Oid relid)
 {
-	census.valid = false;
+	if (!OidIsValid(relid) ||
+		hash_search(census_priced_relids, &relid, HASH_FIND, NULL) != NULL)
+		census.valid = false;
+}
+
+/* relid is priced from the census: its invalidation must reset it. */
+void
+tb_pool_census_watch(Oid relid)
+{
+	if (census_priced_relids == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(Oid);
+		ctl.hcxt = TopMemoryContext;
+		census_priced_relids = hash_create("pg_tempbuf priced tables", 16, &ctl,
+										   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(census_relcache_callback, (Datum) 0);
+	}
+	(void) hash_search(census_priced_relids, &relid, HASH_ENTER, NULL);
 }
 
 static bool
@@ -111,11 +134,6 @@ take_census(void)
 {
 	HASHCTL		ctl;
 
-	if (!census_callback_registered)
-	{
-		CacheRegisterRelcacheCallback(census_relcache_callback, (Datum) 0);
-		census_callback_registered = true;
-	}
 	if (census.files)
 		hash_destroy(census.files);
 	ctl.keysize = sizeof(TbRelFileId);
@@ -150,7 +168,20 @@ take_census(void)
 	census.blks_dirtied = pgBufferUsage.local_blks_dirtied;
 	census.blks_written = pgBufferUsage.local_blks_written;
 	census.nbuffers = NLocBuffer;
+	census.generation++;
 	census.valid = true;
+}
+
+/*
+ * Which census answers now: what a caller derived from an answer of the
+ * same generation still holds.
+ */
+uint64
+tb_pool_census_generation(void)
+{
+	if (!census_is_current())
+		take_census();
+	return census.generation;
 }
 
 /*

@@ -61,6 +61,8 @@ extern void tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 extern void tb_pool_census(const TbRelFileId *file, TbLocalBufferCounts *main_fork,
 						   TbLocalBufferCounts *pool);
 extern void tb_pool_census_reset(void);
+extern uint64 tb_pool_census_generation(void);
+extern void tb_pool_census_watch(Oid relid);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern int64 tb_evict_local_buffers(Relation rel);
 
@@ -170,7 +172,7 @@ extern void *tb_mid_read_arg;
 
 /* toast_reader.c: out-of-line values fetched through private pages */
 typedef struct TbToastReader TbToastReader;
-extern int	tb_toast_dirty_pages(Relation rel);
+extern void tb_toast_price(Relation rel, int *dirty_pages, bool *has_data);
 extern int64 tb_toast_flush(Relation rel);
 extern bool tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch);
 extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,

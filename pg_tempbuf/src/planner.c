@@ -36,6 +36,7 @@
 #include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
@@ -84,7 +85,9 @@ static const CustomPathMethods temp_scan_path_methods = {
 /* What tb_planner needs to know of a query before planning it. */
 typedef struct QueryFacts
 {
-	bool		reads_temp;			/* a temporary relation, anywhere */
+	List	   *temp_relids;		/* temporary relations read, anywhere */
+	bool		temp_read_twice;	/* maybe one of them in two scans */
+	bool		temp_parent;		/* one with children the planner adds */
 	bool		inspects_storage;	/* pg_column_size() and the like */
 	bool		runs_opaque_code;	/* code that may read tables: see below */
 } QueryFacts;
@@ -120,10 +123,9 @@ is_storage_function(Oid funcid)
 }
 
 /*
- * Does the planner's query read a temporary relation anywhere (sublinks,
- * CTEs and subqueries included)?  Only then can a replan be needed, and
- * only then is the query copied before planning.  Does it ask how a value
- * is stored?
+ * Which temporary relations does the planner's query read (sublinks, CTEs
+ * and subqueries included), and does one of them appear twice?  Does it
+ * ask how a value is stored, or run code that may read tables?
  */
 static bool
 query_facts_walker(Node *node, void *context)
@@ -138,7 +140,16 @@ query_facts_walker(Node *node, void *context)
 
 		if (rte->rtekind == RTE_RELATION &&
 			get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
-			facts->reads_temp = true;
+		{
+			if (list_member_oid(facts->temp_relids, rte->relid))
+				facts->temp_read_twice = true;
+			else
+				facts->temp_relids = lappend_oid(facts->temp_relids,
+												 rte->relid);
+			/* The parser sets inh on every reference without ONLY. */
+			if (rte->inh && has_subclass(rte->relid))
+				facts->temp_parent = true;
+		}
 		return false;
 	}
 	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
@@ -148,8 +159,16 @@ query_facts_walker(Node *node, void *context)
 		IsA(node, CoerceToDomain))
 		facts->runs_opaque_code = true;
 	if (IsA(node, Query))
+	{
+		ListCell   *lc;
+
+		/* The planner inlines a CTE at each of its references. */
+		foreach(lc, ((Query *) node)->cteList)
+			if (lfirst_node(CommonTableExpr, lc)->cterefcount > 1)
+				facts->temp_read_twice = true;
 		return query_tree_walker((Query *) node, query_facts_walker,
 								 context, QTW_EXAMINE_RTES_BEFORE);
+	}
 	return expression_tree_walker(node, query_facts_walker, context);
 }
 
@@ -167,12 +186,17 @@ outputs_user_types(Query *parse)
 	foreach(lc, parse->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
+		Oid			type;
 		Oid			output;
 		bool		varlena;
 
 		if (tle->resjunk)
 			continue;
-		getTypeOutputInfo(exprType((Node *) tle->expr), &output, &varlena);
+		/* A built-in type's output function is built in. */
+		type = exprType((Node *) tle->expr);
+		if (type < FirstNormalObjectId)
+			continue;
+		getTypeOutputInfo(type, &output, &varlena);
 		if (output >= FirstNormalObjectId)
 			return true;
 	}
@@ -204,6 +228,22 @@ plan_with(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
+ * Can the plan read one temporary table through two scan nodes, so that
+ * plan_walk.c may ask for a second planning?  Only if the query names it
+ * twice (or a CTE twice), or the planner adds relations (an inheritance
+ * parent's children, a SQL function's body that it inlines).  A query that reads each of its
+ * temporary tables once, the common case, is then planned once and never
+ * copied: copying dominated our share of a point query's planning.
+ */
+static bool
+may_need_replan(const QueryFacts *facts)
+{
+	return facts->temp_relids != NIL &&
+		(facts->temp_read_twice || facts->temp_parent ||
+		 facts->runs_opaque_code);
+}
+
+/*
  * Plan, then make the plan consistent about how it reads each temporary
  * table (plan_walk.c).  When a table is read both by a full scan of ours
  * and by a stock scan that cannot become ours (an index scan, say), plan
@@ -217,14 +257,15 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlanningState saved = planning;
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
-	QueryFacts	facts = {false, false, false};
+	QueryFacts	facts = {NIL, false, false, false, false};
 
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_with(parse, query_string, cursorOptions, boundParams);
 
 	query_facts_walker((Node *) parse, &facts);
-	facts.runs_opaque_code |= outputs_user_types(parse);
-	if (facts.reads_temp)
+	if (facts.temp_relids != NIL)
+		facts.runs_opaque_code |= outputs_user_types(parse);
+	if (may_need_replan(&facts))
 		pristine = copyObject(parse);
 
 	planning.excluded_relids = NIL;
@@ -244,8 +285,11 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 											facts.runs_opaque_code);
 			if (!OidIsValid(conflict))
 				break;
+			/* may_need_replan() said that this could not happen */
+			if (pristine == NULL)
+				elog(ERROR, "pg_tempbuf: plan reads temporary table %u through two scans, but was not expected to",
+					 conflict);
 			/* Each round excludes one more table: this terminates. */
-			Assert(pristine != NULL);
 			Assert(!list_member_oid(planning.excluded_relids, conflict));
 			planning.excluded_relids =
 				lappend_oid(planning.excluded_relids, conflict);
@@ -341,12 +385,31 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 		TbDisablePath(path);
 }
 
+/*
+ * Our path keeps what its plan will need in fields: the plan's private
+ * list holds the flush cost as a string, and formatting it for every path
+ * offered, most of which lose, showed up in short queries' planning.
+ */
+typedef struct TempScanPath
+{
+	CustomPath	cpath;
+	bool		toast_sensitive;
+	int			est_dirty_pages;
+	double		est_flush_cost;
+} TempScanPath;
+
 static CustomPath *
 make_temp_scan_path(RelOptInfo *rel, bool partial, int parallel_workers,
 					bool toast_sensitive, const TbScanPrice *price,
 					double flush_cost)
 {
-	CustomPath *cpath = makeNode(CustomPath);
+	TempScanPath *tpath = palloc0(sizeof(TempScanPath));
+	CustomPath *cpath = &tpath->cpath;
+
+	NodeSetTag(cpath, T_CustomPath);
+	tpath->toast_sensitive = toast_sensitive;
+	tpath->est_dirty_pages = price->dirty_pages;
+	tpath->est_flush_cost = flush_cost;
 
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = rel;
@@ -358,8 +421,7 @@ make_temp_scan_path(RelOptInfo *rel, bool partial, int parallel_workers,
 	cpath->path.pathkeys = NIL;
 	cpath->flags = 0;
 	cpath->custom_paths = NIL;
-	cpath->custom_private = tb_temp_scan_private(partial, toast_sensitive,
-												 price->dirty_pages, flush_cost);
+	cpath->custom_private = NIL;
 	cpath->methods = &temp_scan_path_methods;
 	cost_temp_scan(&cpath->path, rel, price);
 	return cpath;
@@ -490,10 +552,10 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	 */
 	if (supported && toast_sensitive)
 	{
-		int			toast_dirty = tb_toast_dirty_pages(relation);
+		int			toast_dirty;
 
+		tb_toast_price(relation, &toast_dirty, &price.upfront);
 		price.dirty_pages += toast_dirty;
-		price.upfront = tb_toast_has_data(relation);
 	}
 	flush_cost = tb_priced_flush(&price);
 	table_close(relation, NoLock);
@@ -527,10 +589,15 @@ static Plan *
 plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 					List *tlist, List *clauses, List *custom_plans)
 {
+	TempScanPath *tpath = (TempScanPath *) best_path;
+
 	/* Pseudoconstant quals went to a gating Result above us. */
 	return tb_make_temp_scan_plan(rel->relid, tlist,
 								  extract_actual_clauses(clauses, false),
-								  best_path->custom_private);
+								  tb_temp_scan_private(best_path->path.parallel_aware,
+													   tpath->toast_sensitive,
+													   tpath->est_dirty_pages,
+													   tpath->est_flush_cost));
 }
 
 void

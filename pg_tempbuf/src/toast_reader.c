@@ -232,8 +232,8 @@ toast_files(Relation rel)
 }
 
 /* Dirty local pages a private toast read needs flushed first. */
-int
-tb_toast_dirty_pages(Relation rel)
+static int
+toast_dirty_pages(Relation rel)
 {
 	List	   *files = toast_files(rel);
 	ListCell   *lc;
@@ -250,7 +250,55 @@ tb_toast_dirty_pages(Relation rel)
 	return dirty;
 }
 
-/* Leader: write the dirty pages tb_toast_dirty_pages() counts. */
+/*
+ * The planner's view of rel's toast relation: its dirty local pages, and
+ * whether it has any page at all.  Finding them opens the toast relation
+ * and its index, which cost more than the rest of our planning; so the
+ * answer is kept while the pool census that it comes from holds (a new
+ * toast page is an extension, which the census counts).
+ */
+typedef struct ToastPrice
+{
+	Oid			relid;			/* hash key: the table's */
+	int			dirty_pages;
+	bool		has_data;
+} ToastPrice;
+
+static HTAB *toast_prices = NULL;
+static uint64 toast_prices_generation = 0;
+
+void
+tb_toast_price(Relation rel, int *dirty_pages, bool *has_data)
+{
+	uint64		generation = tb_pool_census_generation();
+	Oid			relid = RelationGetRelid(rel);
+	ToastPrice *entry;
+	bool		found;
+
+	if (toast_prices == NULL || generation != toast_prices_generation)
+	{
+		HASHCTL		ctl;
+
+		if (toast_prices)
+			hash_destroy(toast_prices);
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(ToastPrice);
+		ctl.hcxt = TopMemoryContext;
+		toast_prices = hash_create("pg_tempbuf toast prices", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		toast_prices_generation = generation;
+	}
+	entry = hash_search(toast_prices, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->dirty_pages = toast_dirty_pages(rel);
+		entry->has_data = entry->dirty_pages > 0 || tb_toast_has_data(rel);
+	}
+	*dirty_pages = entry->dirty_pages;
+	*has_data = entry->has_data;
+}
+
+/* Leader: write the dirty pages toast_dirty_pages() counts. */
 int64
 tb_toast_flush(Relation rel)
 {
