@@ -78,6 +78,7 @@ def run_hazard(
 
 
 def check(rows: object, exact: object, met: list[str], protected: bool, must_meet: bool) -> None:
+    print(f"{'guarded' if protected else 'unguarded'}: {rows} (serial: {exact})")
     if protected:
         assert rows == exact
         if must_meet:
@@ -132,6 +133,7 @@ def test_handshake_stall(preloaded_cluster: Cluster, protected: bool) -> None:
         conn.execute("SET pg_tempbuf.debug_hazard = handshake_stall")
         rows = conn.execute("SELECT count(*), sum(id) FROM fresh").fetchall()
     exact = [(ROWS, ROWS * (ROWS + 1) // 2)]
+    print(f"{'guarded' if protected else 'unguarded'}: {rows} (serial: {exact})")
     if protected:
         assert rows == exact
     else:
@@ -174,6 +176,8 @@ def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected:
         ).rows
     # The portal's snapshot is older than the update: it sees the old values.
     count, updated_sum = (int(v or 0) for v in serial[0])
+    print(f"{'guarded' if protected else 'unguarded'}: {rows}, dirty pages left when the portal ran: "
+          f"{dirty_left} (serial: {serial})")
     if protected:
         assert rows == [[str(count), str(updated_sum - count)]]
         assert dirty_left == [["0"]], "the table was left dirty while the portal's workers read it"
