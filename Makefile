@@ -102,7 +102,11 @@ test-15: system-packages
 
 # pgserver's PostgreSQL 16.2 is relocatable (pg_config, PGXS and the server
 # find their directories from where they are); only its files are wanted, not
-# its Python module or dependencies, so it goes into a folder of its own.
+# its Python module or dependencies, so it goes into a folder of its own.  Its
+# Makefile.global still names the wheel's build machine (/project/pgbuild),
+# but under PGXS every directory comes from pg_config, so build, install and
+# pg_regress all use .pg16/.  It has no contrib modules: the tests that use
+# pageinspect or pg_stat_statements check for them.
 pg16: $(PG16_CONFIG)
 	@echo "PostgreSQL 16: $(PG16_CONFIG)"
 
