@@ -140,8 +140,11 @@ extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 /* page_reader.c: private page copies */
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
+extern const char *tb_leader_copies_unavailable(void);
 extern bool tb_leader_pages_readable(void);
-extern bool tb_can_read_leader(pid_t leader_pid, uint64 desc_addr);
+extern bool tb_admit_workers(uint64 *hold, const char **reason);
+extern void tb_dismiss_workers(uint64 hold);
+extern int	tb_leader_read_errno(pid_t leader_pid, uint64 desc_addr);
 /* A page in the leader's local buffers, for a worker to copy from there. */
 typedef struct TbLeaderPage
 {

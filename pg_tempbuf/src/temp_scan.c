@@ -155,6 +155,7 @@ typedef struct TempScanShared
 	ConditionVariable flush_progress;
 	pg_atomic_uint32 workers_started;	/* counted once each tried leader_pages */
 	pg_atomic_uint32 workers_refused;	/* and could not copy from the leader */
+	pg_atomic_uint32 refused_errno; /* why a worker could not, for EXPLAIN */
 
 	/*
 	 * The table's pages in the leader's local buffers, by block, where the
@@ -238,6 +239,9 @@ typedef struct TempScanState
 	/* leader: entries the DSM has for the list of its dirty pages */
 	int			leader_pages_room;
 	BlockNumber reserved_room;	/* and bits for the blocks it keeps */
+	const char *copies_off_reason;	/* why it lists none, this pass */
+	uint64		ptracer_hold;	/* from tb_admit_workers(), until the end */
+	const char *page_source;	/* for EXPLAIN: how workers got those pages */
 
 	/* leader: pages kept from changing while workers read (page_guard.c) */
 	TbPinSet	pins;
@@ -1668,6 +1672,9 @@ temp_scan_end(CustomScanState *node)
 
 	unpin_page(ts);
 	tb_pinset_release(&ts->pins);
+	/* Gather waited for its workers before the plan ended: none copies now. */
+	tb_dismiss_workers(ts->ptracer_hold);
+	ts->ptracer_hold = 0;
 	if (ts->awaits_run)
 	{
 		full_scans_awaiting_run--;
@@ -1744,10 +1751,26 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 {
 	TbLeaderPage *pages = (TbLeaderPage *) ((char *) shared + shared->leader_pages_offset);
 	int			n = 0;
+	bool		any_dirty = false;
 
 	shared->leader_pid = MyProcPid;
 	shared->nleader_pages = 0;
-	if (!offers_leader_pages(ts) || shared->leader_only)
+	ts->copies_off_reason = NULL;
+	if (!ts->partial || shared->leader_only)
+		return;
+	ts->copies_off_reason = tb_leader_copies_unavailable();
+	if (ts->copies_off_reason != NULL)
+		return;
+	for (int i = 0; i < ts->nresident && !any_dirty; i++)
+		any_dirty = ts->resident[i].dirty;
+	if (!any_dirty)
+	{
+		ts->copies_off_reason = "no dirty page in the leader's buffers";
+		return;
+	}
+	/* Once per scan: the hold lasts until the end, rescans included. */
+	if (ts->ptracer_hold == 0 &&
+		!tb_admit_workers(&ts->ptracer_hold, &ts->copies_off_reason))
 		return;
 	for (int i = 0; i < ts->nresident; i++)
 	{
@@ -1774,6 +1797,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 		 */
 		if (n >= ts->leader_pages_room)
 		{
+			ts->copies_off_reason = "the table outgrew the shared list of the leader's pages";
 			n = 0;
 			break;
 		}
@@ -1858,6 +1882,7 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	ConditionVariableInit(&shared->flush_progress);
 	pg_atomic_init_u32(&shared->workers_started, 0);
 	pg_atomic_init_u32(&shared->workers_refused, 0);
+	pg_atomic_init_u32(&shared->refused_errno, 0);
 	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
 	shared->reserved_offset = reserved_offset(pcxt->nworkers, ts->leader_pages_room);
 	shared->reserved_bits = ts->reserved_room;
@@ -1936,13 +1961,21 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		pg_usleep(50000L);
 	if (ts->shared->nleader_pages > 0)
 	{
+		int			err = -1;
+
 		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
-		ts->copies_from_leader = tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL &&
-			tb_can_read_leader(ts->shared->leader_pid,
-							   ts->leader_pages[0].desc_addr);
+		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
+			err = tb_leader_read_errno(ts->shared->leader_pid,
+									   ts->leader_pages[0].desc_addr);
+		ts->copies_from_leader = err == 0;
 		if (!ts->copies_from_leader)
+		{
+			/* Before the count, a barrier: the leader reads it after. */
+			if (err > 0)
+				pg_atomic_write_u32(&ts->shared->refused_errno, err);
 			pg_atomic_fetch_add_u32(&ts->shared->workers_refused, 1);
+		}
 	}
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
 	if (tb_debug_hazard != TB_HAZARD_NONE &&
@@ -2006,6 +2039,38 @@ tb_install_executor_hooks(void)
 	ExecutorRun_hook = temp_scan_executor_run;
 }
 
+/*
+ * Leader, before the shared state goes: how the last pass's workers got the
+ * pages the leader held, for EXPLAIN.  Pages it did not hold come from the
+ * file either way.
+ */
+static void
+note_page_source(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+	MemoryContext oldcxt;
+	uint32		refused;
+	uint32		err;
+
+	ts->page_source = NULL;
+	if (!ts->partial || shared->leader_only || ts->pcxt == NULL ||
+		ts->pcxt->nworkers_launched == 0)
+		return;
+	oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+	refused = pg_atomic_read_u32(&shared->workers_refused);
+	pg_read_barrier();
+	err = pg_atomic_read_u32(&shared->refused_errno);
+	if (ts->copies_off_reason != NULL)
+		ts->page_source = psprintf("file (%s)", ts->copies_off_reason);
+	else if (refused == 0)
+		ts->page_source = "leader copies, file";
+	else if (err != 0)
+		ts->page_source = psprintf("file (leader copy denied: %s)", strerror(err));
+	else
+		ts->page_source = "file (workers declined copies: pg_tempbuf.debug_hazard)";
+	MemoryContextSwitchTo(oldcxt);
+}
+
 static void
 temp_scan_shutdown(CustomScanState *node)
 {
@@ -2017,6 +2082,7 @@ temp_scan_shutdown(CustomScanState *node)
 		if (ts->flushing)
 			finish_flush(ts, false);
 		collect_counters(ts);
+		note_page_source(ts);
 	}
 	/* The segment goes away after this. */
 	ts->shared = NULL;
@@ -2067,6 +2133,8 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	if (ts->partial && ts->totals)
 		ExplainPropertyText("Flush Mode", flush_mode_names[ts->flush_mode], es);
+	if (ts->page_source)
+		ExplainPropertyText("Page Source", ts->page_source, es);
 	ExplainPropertyInteger("Pages Flushed", NULL, ts->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);
