@@ -402,33 +402,72 @@ read_leader_page_in_halves(Relation rel, pid_t leader_pid, const TbLeaderPage *p
 	copy_remote(rel, leader_pid, page->blkno, after, page->desc_addr, sizeof(BufferDesc));
 }
 
-/* All the pages in one call: descriptors, pages, descriptors again. */
+/*
+ * One call for a batch: the descriptors (with_before), then the pages and
+ * the descriptors again (with_rest).
+ */
 static void
-read_leader_pages_at_once(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
-						  int npages, char *dest, BufferDesc *before, BufferDesc *after)
+read_leader_batch(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
+				  int npages, char *dest, BufferDesc *before, BufferDesc *after,
+				  bool with_before, bool with_rest)
 {
-	struct iovec local[3] = {
-		{before, npages * sizeof(BufferDesc)},
-		{dest, (Size) npages * BLCKSZ},
-		{after, npages * sizeof(BufferDesc)},
-	};
+	struct iovec local[3];
 	struct iovec remote[3 * TB_LEADER_COPY_BATCH] = {{0}};
+	int			nlocal = 0;
 	int			nremote = 0;
-	ssize_t		expected = 2 * npages * sizeof(BufferDesc) + (Size) npages * BLCKSZ;
+	ssize_t		expected = 0;
 
-	for (int i = 0; i < npages; i++)
-		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
-	for (int i = 0; i < npages; i++)
-		add_range(remote, &nremote, pages[i].page_addr, BLCKSZ);
-	for (int i = 0; i < npages; i++)
-		add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
+	if (with_before)
+	{
+		local[nlocal++] = (struct iovec) {before, npages * sizeof(BufferDesc)};
+		for (int i = 0; i < npages; i++)
+			add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
+		expected += npages * sizeof(BufferDesc);
+	}
+	if (with_rest)
+	{
+		local[nlocal++] = (struct iovec) {dest, (Size) npages * BLCKSZ};
+		local[nlocal++] = (struct iovec) {after, npages * sizeof(BufferDesc)};
+		for (int i = 0; i < npages; i++)
+			add_range(remote, &nremote, pages[i].page_addr, BLCKSZ);
+		for (int i = 0; i < npages; i++)
+			add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
+		expected += npages * sizeof(BufferDesc) + (Size) npages * BLCKSZ;
+	}
 
-	if (process_vm_readv(leader_pid, local, lengthof(local), remote, nremote, 0) != expected)
+	if (process_vm_readv(leader_pid, local, nlocal, remote, nremote, 0) != expected)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not copy blocks %u to %u of temporary table \"%s\" from the leader: %m",
 						pages[0].blkno, pages[npages - 1].blkno,
 						RelationGetRelationName(rel))));
+}
+
+/*
+ * All the pages in one call: descriptors, pages, descriptors again.  Under
+ * pg_tempbuf.debug_hazard, two calls, with the hook between the
+ * descriptors and the pages, for a block in the middle of the batch.
+ */
+static void
+read_leader_pages_at_once(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
+						  int npages, char *dest, BufferDesc *before, BufferDesc *after)
+{
+	BlockNumber middle = pages[npages / 2].blkno;
+	bool		fired;
+
+	if (tb_mid_read_hook == NULL)
+	{
+		read_leader_batch(rel, leader_pid, pages, npages, dest, before, after,
+						  true, true);
+		return;
+	}
+	read_leader_batch(rel, leader_pid, pages, npages, dest, before, after,
+					  true, false);
+	fired = tb_mid_read_hook(middle, NULL, true, false, tb_mid_read_arg);
+	read_leader_batch(rel, leader_pid, pages, npages, dest, before, after,
+					  false, true);
+	if (fired)
+		tb_mid_read_hook(middle, NULL, true, true, tb_mid_read_arg);
 }
 #endif
 

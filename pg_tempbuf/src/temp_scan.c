@@ -920,7 +920,7 @@ worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
 	switch ((TbDebugHazard) tb_debug_hazard)
 	{
 		case TB_HAZARD_PRUNE_DURING_COPY:
-			wanted = from_leader && page_prunes_on_access(page);
+			wanted = from_leader && page != NULL && page_prunes_on_access(page);
 			break;
 		case TB_HAZARD_PRUNE_DURING_READ:
 			wanted = !from_leader && page_prunes_on_access(page);
@@ -929,7 +929,10 @@ worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
 			wanted = !from_leader;
 			break;
 		case TB_HAZARD_REFILL_DURING_COPY:
-			wanted = from_leader;
+			wanted = from_leader && page != NULL;
+			break;
+		case TB_HAZARD_EVICT_DURING_BATCH:
+			wanted = from_leader && page == NULL;
 			break;
 		default:
 			wanted = false;
@@ -958,9 +961,10 @@ write_if_dirty(Buffer buffer)
  * Leader, pg_tempbuf.debug_hazard: once per pass, after its flush, wait a
  * little for a worker to pause in the middle of a page, and change that
  * page as code running in the leader could: prune it (as an index scan in
- * a function above Gather does), write it back (as an eviction does), or
- * let its buffer hold another page for a while (as an eviction and a read
- * of the same block into the same buffer would).  Each does nothing to a
+ * a function above Gather does), write it back (as an eviction does), let
+ * its buffer hold another page for a while (as an eviction and a read of
+ * the same block into the same buffer would), or give its buffer to another
+ * block while a worker copies a batch.  Each does nothing to a
  * page the scan's guards keep: heap_page_prune_opt() and the buffer
  * manager leave a buffer pinned twice alone.
  */
@@ -972,8 +976,7 @@ serve_hazard(TempScanState *ts)
 	BlockNumber blkno;
 	Buffer		buffer;
 
-	if (tb_debug_hazard == TB_HAZARD_NONE ||
-		tb_debug_hazard == TB_HAZARD_HANDSHAKE_STALL ||
+	if (!TB_HAZARD_PAUSES_READS(tb_debug_hazard) ||
 		ts->hazard_served || ts->flushing || shared->leader_only ||
 		ts->pcxt == NULL || ts->pcxt->nworkers_launched == 0)
 		return;
@@ -1008,6 +1011,30 @@ serve_hazard(TempScanState *ts)
 			(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
 			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
+			break;
+		case TB_HAZARD_EVICT_DURING_BATCH:
+			{
+				BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
+				BufferTag	tag = desc->tag;
+
+				if (LocalRefCount[-buffer - 1] > 1)
+					break;
+
+				/*
+				 * Evicted (written first, being dirty) and given to another
+				 * block, as a read of that block would, while the worker is
+				 * between the batch's two looks at the descriptors; put back
+				 * once it has read the pages.
+				 */
+				write_if_dirty(buffer);
+				desc->tag.blockNum = (blkno + 1) % ts->nblocks;
+				smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, desc->tag.blockNum,
+						 BufferGetPage(buffer));
+				pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
+				(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
+				smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
+				desc->tag = tag;
+			}
 			break;
 		default:
 			break;
@@ -1378,7 +1405,9 @@ copy_from_leader(TempScanState *ts, BlockNumber blkno)
 	if (lp == NULL)
 		return NULL;
 	end = ts->leader_pages + ts->shared->nleader_pages;
-	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end && !tb_mid_read_hook; n++)
+	/* The other hazards pause in the middle of a page: one at a time. */
+	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end &&
+		 (!tb_mid_read_hook || tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH); n++)
 	{
 		if (lp[n].blkno >= ts->chunk_end)
 			break;
@@ -1732,6 +1761,9 @@ temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	ts->leader_pages_room = 0;
 	if (offers_leader_pages(ts))
 		ts->leader_pages_room = (int) Min((BlockNumber) NLocBuffer, nblocks);
+	/* pg_tempbuf.debug_hazard: as if the table had doubled since. */
+	if (tb_debug_hazard == TB_HAZARD_LIST_OVERFLOW)
+		ts->leader_pages_room /= 2;
 	/* A bit per block for those the leader keeps: 4 kB for 256 MB of table. */
 	ts->reserved_room = nblocks;
 	return add_size(reserved_offset(pcxt->nworkers, ts->leader_pages_room),
@@ -1978,8 +2010,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		}
 	}
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
-	if (tb_debug_hazard != TB_HAZARD_NONE &&
-		tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
+	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{
 		tb_mid_read_hook = worker_meets_hazard;
 		tb_mid_read_arg = ts;
