@@ -40,13 +40,14 @@ typedef enum TbDebugHazard
 	TB_HAZARD_REFILL_DURING_COPY,	/* the copied buffer holds another page meanwhile */
 	TB_HAZARD_HANDSHAKE_STALL,	/* workers refuse copies while the leader stalls */
 	TB_HAZARD_EVICT_DURING_BATCH,	/* a buffer of a worker's batch goes to another block */
-	TB_HAZARD_LIST_OVERFLOW		/* the list of the leader's pages has half the room */
+	TB_HAZARD_LIST_OVERFLOW,	/* the list of the leader's pages has half the room */
+	TB_HAZARD_SLOW_WRITES		/* each write run of the flush takes 100 ms more */
 } TbDebugHazard;
 
 /* The hazards where a reader pauses in the middle of a read (tb_mid_read_hook). */
 #define TB_HAZARD_PAUSES_READS(h) \
 	((h) != TB_HAZARD_NONE && (h) != TB_HAZARD_HANDSHAKE_STALL && \
-	 (h) != TB_HAZARD_LIST_OVERFLOW)
+	 (h) != TB_HAZARD_LIST_OVERFLOW && (h) != TB_HAZARD_SLOW_WRITES)
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;

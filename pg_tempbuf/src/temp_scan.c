@@ -805,6 +805,14 @@ finish_flush(TempScanState *ts, bool completed)
 	ts->flushing = false;
 }
 
+/* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
+static void
+stall_for_hazard(TbDebugHazard hazard)
+{
+	if (tb_debug_hazard == hazard)
+		pg_usleep(100000L);
+}
+
 /*
  * Leader: write the next run of dirty blocks that workers may be handed
  * (those below the high end of the range: the leader reads the blocks
@@ -831,6 +839,7 @@ flush_step(TempScanState *ts)
 	}
 	written_before = ts->flush.written;
 	(void) tb_flush_cursor_write_run(&ts->flush, high);
+	stall_for_hazard(TB_HAZARD_SLOW_WRITES);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
@@ -1098,14 +1107,6 @@ time_high_chunk(TempScanState *ts)
 	ts->pass_scan_ms += INSTR_TIME_GET_MILLISEC(duration);
 	ts->pass_scanned += ts->high_chunk_pages;
 	ts->high_chunk_pages = 0;
-}
-
-/* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
-static void
-stall_for_hazard(TbDebugHazard hazard)
-{
-	if (tb_debug_hazard == hazard)
-		pg_usleep(100000L);
 }
 
 /*
