@@ -107,8 +107,9 @@ tb_read_page(Relation rel, BlockNumber blkno, char *page, char *scratch)
  * are the postmaster's children, not the leader's: the leader declares the
  * postmaster its ptracer while a scan's workers copy, and withdraws it
  * afterwards.  At scope 2 reading needs CAP_SYS_PTRACE, which the server's
- * processes do not have, and scope 3 forbids it.  A seccomp filter or another OS may
- * still refuse the call: the worker then says so, and reads the file.
+ * processes do not have, and scope 3 forbids it.  A seccomp filter or
+ * another OS may still refuse the call: the worker then says so, and reads
+ * the file.
  */
 #define YAMA_SCOPE_PATH		"/proc/sys/kernel/yama/ptrace_scope"
 #define YAMA_NONE			(-1)
@@ -164,20 +165,28 @@ const char *
 tb_leader_copies_unavailable(void)
 {
 #ifdef __linux__
+	/* The system's answer, once per backend: the planner asks often. */
+	static bool known = false;
+	static const char *refusal;
 	static char reason[64];
-	int			scope;
 
 	if (!tb_copy_from_leader)
 		return "pg_tempbuf.copy_from_leader is off";
-	scope = ptrace_scope();
-	if (scope >= 2)
+	if (!known)
 	{
-		snprintf(reason, sizeof(reason), "Yama ptrace_scope is %d", scope);
-		return reason;
+		int			scope = ptrace_scope();
+
+		refusal = NULL;
+		if (scope >= 2)
+		{
+			snprintf(reason, sizeof(reason), "Yama ptrace_scope is %d", scope);
+			refusal = reason;
+		}
+		else if (prctl(PR_GET_DUMPABLE) != 1)
+			refusal = "the leader is not dumpable";
+		known = true;
 	}
-	if (prctl(PR_GET_DUMPABLE) != 1)
-		return "the leader is not dumpable";
-	return NULL;
+	return refusal;
 #else
 	return "copies from the leader need Linux";
 #endif
@@ -276,21 +285,24 @@ tb_admit_workers(uint64 *hold, const char **reason)
 		RegisterSubXactCallback(ptracer_subxact_callback, NULL);
 		ptracer_callbacks_registered = true;
 	}
-	if (ptracer_holds == NIL &&
-		prctl(PR_SET_PTRACER, (unsigned long) PostmasterPid, 0, 0, 0) != 0)
-	{
-		int			save_errno = errno;
-
-		*reason = psprintf("could not declare the postmaster the leader's ptracer: %s",
-						   strerror(save_errno));
-		return false;
-	}
+	/* Recorded first: nothing can then leave the declaration unrecorded. */
 	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
 	entry = palloc(sizeof(PtracerHold));
 	entry->id = ++last_hold_id;
 	entry->subid = GetCurrentSubTransactionId();
 	ptracer_holds = lappend(ptracer_holds, entry);
 	MemoryContextSwitchTo(oldcxt);
+	if (list_length(ptracer_holds) == 1 &&
+		prctl(PR_SET_PTRACER, (unsigned long) PostmasterPid, 0, 0, 0) != 0)
+	{
+		int			save_errno = errno;
+
+		ptracer_holds = list_delete_ptr(ptracer_holds, entry);
+		pfree(entry);
+		*reason = psprintf("could not declare the postmaster the leader's ptracer: %s",
+						   strerror(save_errno));
+		return false;
+	}
 	*hold = entry->id;
 	return true;
 #else
