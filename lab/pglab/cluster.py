@@ -78,6 +78,8 @@ class Cluster:
     checksums: True/False forces data checksums on/off; None keeps initdb's default
         (on since PostgreSQL 18, off before).
     parent_dir: where the temporary directory goes (default: the system temp dir).
+    server_env: extra environment variables for the server, e.g. LD_PRELOAD (given to
+        pg_ctl start, whose postmaster and every process it forks inherit them).
     keep: leave the directory behind on cleanup (for debugging).
     """
 
@@ -90,12 +92,14 @@ class Cluster:
         parent_dir: str | os.PathLike[str] | None = None,
         keep: bool = False,
         start_timeout_s: int = 60,
+        server_env: Mapping[str, str] | None = None,
     ) -> None:
         self.install = PgInstall.from_pg_config(pg_config)
         self.settings: dict[str, SettingValue] = dict(settings or {})
         self.checksums = checksums
         self.keep = keep
         self.start_timeout_s = start_timeout_s
+        self.server_env: dict[str, str] = dict(server_env or {})
         self._parent_dir = Path(parent_dir) if parent_dir is not None else None
         self._base_dir: Path | None = None
         self._socket_dir: Path | None = None
@@ -280,7 +284,7 @@ class Cluster:
         result = self._run_server_program(
             ["pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_path), "-w",
              "-t", str(self.start_timeout_s), "-s", "start"],
-            check=False,
+            check=False, extra_env=self.server_env,
         )
         if result.returncode != 0:
             # pg_ctl may have left a postmaster behind if it only timed out.
@@ -292,13 +296,15 @@ class Cluster:
                 f"{self.server_log(LOG_TAIL_LINES) or result.stderr.strip()}"
             )
 
-    def _run_server_program(self, command: list[str], check: bool) -> subprocess.CompletedProcess[str]:
+    def _run_server_program(self, command: list[str], check: bool,
+                            extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         command = [str(self.install.program(command[0]))] + command[1:]
         user, group, extra_groups = self.os_user.subprocess_identity()
+        env = {**os.environ, **extra_env} if extra_env else None
         try:
             return subprocess.run(
                 command, capture_output=True, text=True, check=check, cwd=self.base_dir,
-                user=user, group=group, extra_groups=extra_groups,
+                user=user, group=group, extra_groups=extra_groups, env=env,
             )
         except PermissionError as exc:
             raise LabError(

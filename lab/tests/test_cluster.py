@@ -128,3 +128,11 @@ def test_connections_never_prepare_implicitly(pg_cluster: Cluster) -> None:
             conn.execute("SELECT count(*) FROM pg_class").fetchall()
         row = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
     assert row == (0,)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads the postmaster's /proc/PID/environ")
+def test_server_env_reaches_the_postmaster(pg_config_path: str) -> None:
+    with Cluster(pg_config_path, server_env={"PGLAB_PROBE": "it's here"}) as cluster:
+        pid = (cluster.data_dir / "postmaster.pid").read_text().split("\n", 1)[0]
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert b"PGLAB_PROBE=it's here" in environ

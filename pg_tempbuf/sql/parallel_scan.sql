@@ -114,6 +114,11 @@ SELECT n->>'Flush Mode' AS flush_mode,
          AS written_or_still_dirty,
        (n->>'Pages From Local Buffers')::int > 0 AS leader_copied_pages
   FROM temp_scan_node('SELECT count(*), sum(a) FROM t WHERE s LIKE ''%ab%''', ', ANALYZE') AS n;
+-- It says where workers got the pages the leader holds, and why from the
+-- file when not copied from its memory (tests/test_leader_copies.py shows
+-- the copies, and a system that denies them).
+SELECT n->>'Page Source' AS page_source
+  FROM temp_scan_node('SELECT count(*), sum(a) FROM t WHERE s LIKE ''%ab%''', ', ANALYZE') AS n;
 
 -- Where rows go from the scan straight up to Gather, the leader writes
 -- every dirty page in its first call, workers reading behind it; when the

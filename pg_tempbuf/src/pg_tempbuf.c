@@ -54,6 +54,9 @@ static const struct config_enum_entry debug_hazard_options[] = {
 	{"write_during_read", TB_HAZARD_WRITE_DURING_READ, false},
 	{"refill_during_copy", TB_HAZARD_REFILL_DURING_COPY, false},
 	{"handshake_stall", TB_HAZARD_HANDSHAKE_STALL, false},
+	{"evict_during_batch", TB_HAZARD_EVICT_DURING_BATCH, false},
+	{"list_overflow", TB_HAZARD_LIST_OVERFLOW, false},
+	{"slow_writes", TB_HAZARD_SLOW_WRITES, false},
 	{NULL, 0, false}
 };
 

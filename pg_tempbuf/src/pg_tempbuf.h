@@ -38,8 +38,16 @@ typedef enum TbDebugHazard
 	TB_HAZARD_PRUNE_DURING_READ,	/* leader prunes and writes a page a worker reads */
 	TB_HAZARD_WRITE_DURING_READ,	/* leader writes a dirty page a worker reads */
 	TB_HAZARD_REFILL_DURING_COPY,	/* the copied buffer holds another page meanwhile */
-	TB_HAZARD_HANDSHAKE_STALL	/* workers refuse copies while the leader stalls */
+	TB_HAZARD_HANDSHAKE_STALL,	/* workers refuse copies while the leader stalls */
+	TB_HAZARD_EVICT_DURING_BATCH,	/* a buffer of a worker's batch goes to another block */
+	TB_HAZARD_LIST_OVERFLOW,	/* the list of the leader's pages has half the room */
+	TB_HAZARD_SLOW_WRITES		/* each write run of the flush takes 100 ms more */
 } TbDebugHazard;
+
+/* The hazards where a reader pauses in the middle of a read (tb_mid_read_hook). */
+#define TB_HAZARD_PAUSES_READS(h) \
+	((h) != TB_HAZARD_NONE && (h) != TB_HAZARD_HANDSHAKE_STALL && \
+	 (h) != TB_HAZARD_LIST_OVERFLOW && (h) != TB_HAZARD_SLOW_WRITES)
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;
@@ -142,8 +150,11 @@ extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 /* page_reader.c: private page copies */
 extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
 						 char *scratch);
+extern const char *tb_leader_copies_unavailable(void);
 extern bool tb_leader_pages_readable(void);
-extern bool tb_can_read_leader(pid_t leader_pid, uint64 desc_addr);
+extern bool tb_admit_workers(uint64 *hold, const char **reason);
+extern void tb_dismiss_workers(uint64 hold);
+extern int	tb_leader_read_errno(pid_t leader_pid, uint64 desc_addr);
 /* A page in the leader's local buffers, for a worker to copy from there. */
 typedef struct TbLeaderPage
 {
@@ -163,7 +174,9 @@ extern void tb_read_leader_pages(Relation rel, pid_t leader_pid,
  * pg_tempbuf.debug_hazard: a reader that has read the first half of block
  * blkno (page, from the leader's memory or the file) calls this hook; when
  * it returns true the reader reads the second half as it is now, then calls
- * it again with done set.
+ * it again with done set.  A batch of copies from the leader calls it with
+ * page NULL between the batch's first descriptors and its pages, blkno one
+ * of the batch's blocks.
  */
 typedef bool (*TbMidReadHook) (BlockNumber blkno, const char *page, bool from_leader,
 							   bool done, void *arg);

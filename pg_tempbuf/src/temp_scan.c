@@ -155,6 +155,7 @@ typedef struct TempScanShared
 	ConditionVariable flush_progress;
 	pg_atomic_uint32 workers_started;	/* counted once each tried leader_pages */
 	pg_atomic_uint32 workers_refused;	/* and could not copy from the leader */
+	pg_atomic_uint32 refused_errno; /* why a worker could not, for EXPLAIN */
 
 	/*
 	 * The table's pages in the leader's local buffers, by block, where the
@@ -238,6 +239,9 @@ typedef struct TempScanState
 	/* leader: entries the DSM has for the list of its dirty pages */
 	int			leader_pages_room;
 	BlockNumber reserved_room;	/* and bits for the blocks it keeps */
+	const char *copies_off_reason;	/* why it lists none, this pass */
+	uint64		ptracer_hold;	/* from tb_admit_workers(), until the end */
+	const char *page_source;	/* for EXPLAIN: how workers got those pages */
 
 	/* leader: pages kept from changing while workers read (page_guard.c) */
 	TbPinSet	pins;
@@ -801,6 +805,14 @@ finish_flush(TempScanState *ts, bool completed)
 	ts->flushing = false;
 }
 
+/* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
+static void
+stall_for_hazard(TbDebugHazard hazard)
+{
+	if (tb_debug_hazard == hazard)
+		pg_usleep(100000L);
+}
+
 /*
  * Leader: write the next run of dirty blocks that workers may be handed
  * (those below the high end of the range: the leader reads the blocks
@@ -827,6 +839,7 @@ flush_step(TempScanState *ts)
 	}
 	written_before = ts->flush.written;
 	(void) tb_flush_cursor_write_run(&ts->flush, high);
+	stall_for_hazard(TB_HAZARD_SLOW_WRITES);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
 	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
@@ -916,7 +929,7 @@ worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
 	switch ((TbDebugHazard) tb_debug_hazard)
 	{
 		case TB_HAZARD_PRUNE_DURING_COPY:
-			wanted = from_leader && page_prunes_on_access(page);
+			wanted = from_leader && page != NULL && page_prunes_on_access(page);
 			break;
 		case TB_HAZARD_PRUNE_DURING_READ:
 			wanted = !from_leader && page_prunes_on_access(page);
@@ -925,7 +938,10 @@ worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
 			wanted = !from_leader;
 			break;
 		case TB_HAZARD_REFILL_DURING_COPY:
-			wanted = from_leader;
+			wanted = from_leader && page != NULL;
+			break;
+		case TB_HAZARD_EVICT_DURING_BATCH:
+			wanted = from_leader && page == NULL;
 			break;
 		default:
 			wanted = false;
@@ -954,9 +970,10 @@ write_if_dirty(Buffer buffer)
  * Leader, pg_tempbuf.debug_hazard: once per pass, after its flush, wait a
  * little for a worker to pause in the middle of a page, and change that
  * page as code running in the leader could: prune it (as an index scan in
- * a function above Gather does), write it back (as an eviction does), or
- * let its buffer hold another page for a while (as an eviction and a read
- * of the same block into the same buffer would).  Each does nothing to a
+ * a function above Gather does), write it back (as an eviction does), let
+ * its buffer hold another page for a while (as an eviction and a read of
+ * the same block into the same buffer would), or give its buffer to another
+ * block while a worker copies a batch.  Each does nothing to a
  * page the scan's guards keep: heap_page_prune_opt() and the buffer
  * manager leave a buffer pinned twice alone.
  */
@@ -968,8 +985,7 @@ serve_hazard(TempScanState *ts)
 	BlockNumber blkno;
 	Buffer		buffer;
 
-	if (tb_debug_hazard == TB_HAZARD_NONE ||
-		tb_debug_hazard == TB_HAZARD_HANDSHAKE_STALL ||
+	if (!TB_HAZARD_PAUSES_READS(tb_debug_hazard) ||
 		ts->hazard_served || ts->flushing || shared->leader_only ||
 		ts->pcxt == NULL || ts->pcxt->nworkers_launched == 0)
 		return;
@@ -1004,6 +1020,30 @@ serve_hazard(TempScanState *ts)
 			(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
 			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
+			break;
+		case TB_HAZARD_EVICT_DURING_BATCH:
+			{
+				BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
+				BufferTag	tag = desc->tag;
+
+				if (LocalRefCount[-buffer - 1] > 1)
+					break;
+
+				/*
+				 * Evicted (written first, being dirty) and given to another
+				 * block, as a read of that block would, while the worker is
+				 * between the batch's two looks at the descriptors; put back
+				 * once it has read the pages.
+				 */
+				write_if_dirty(buffer);
+				desc->tag.blockNum = (blkno + 1) % ts->nblocks;
+				smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, desc->tag.blockNum,
+						 BufferGetPage(buffer));
+				pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
+				(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
+				smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
+				desc->tag = tag;
+			}
 			break;
 		default:
 			break;
@@ -1067,14 +1107,6 @@ time_high_chunk(TempScanState *ts)
 	ts->pass_scan_ms += INSTR_TIME_GET_MILLISEC(duration);
 	ts->pass_scanned += ts->high_chunk_pages;
 	ts->high_chunk_pages = 0;
-}
-
-/* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
-static void
-stall_for_hazard(TbDebugHazard hazard)
-{
-	if (tb_debug_hazard == hazard)
-		pg_usleep(100000L);
 }
 
 /*
@@ -1374,7 +1406,9 @@ copy_from_leader(TempScanState *ts, BlockNumber blkno)
 	if (lp == NULL)
 		return NULL;
 	end = ts->leader_pages + ts->shared->nleader_pages;
-	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end && !tb_mid_read_hook; n++)
+	/* The other hazards pause in the middle of a page: one at a time. */
+	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end &&
+		 (!tb_mid_read_hook || tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH); n++)
 	{
 		if (lp[n].blkno >= ts->chunk_end)
 			break;
@@ -1668,6 +1702,9 @@ temp_scan_end(CustomScanState *node)
 
 	unpin_page(ts);
 	tb_pinset_release(&ts->pins);
+	/* Gather waited for its workers before the plan ended: none copies now. */
+	tb_dismiss_workers(ts->ptracer_hold);
+	ts->ptracer_hold = 0;
 	if (ts->awaits_run)
 	{
 		full_scans_awaiting_run--;
@@ -1725,6 +1762,9 @@ temp_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	ts->leader_pages_room = 0;
 	if (offers_leader_pages(ts))
 		ts->leader_pages_room = (int) Min((BlockNumber) NLocBuffer, nblocks);
+	/* pg_tempbuf.debug_hazard: as if the table had doubled since. */
+	if (tb_debug_hazard == TB_HAZARD_LIST_OVERFLOW)
+		ts->leader_pages_room /= 2;
 	/* A bit per block for those the leader keeps: 4 kB for 256 MB of table. */
 	ts->reserved_room = nblocks;
 	return add_size(reserved_offset(pcxt->nworkers, ts->leader_pages_room),
@@ -1744,10 +1784,26 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 {
 	TbLeaderPage *pages = (TbLeaderPage *) ((char *) shared + shared->leader_pages_offset);
 	int			n = 0;
+	bool		any_dirty = false;
 
 	shared->leader_pid = MyProcPid;
 	shared->nleader_pages = 0;
-	if (!offers_leader_pages(ts) || shared->leader_only)
+	ts->copies_off_reason = NULL;
+	if (!ts->partial || shared->leader_only)
+		return;
+	ts->copies_off_reason = tb_leader_copies_unavailable();
+	if (ts->copies_off_reason != NULL)
+		return;
+	for (int i = 0; i < ts->nresident && !any_dirty; i++)
+		any_dirty = ts->resident[i].dirty;
+	if (!any_dirty)
+	{
+		ts->copies_off_reason = "no dirty page in the leader's buffers";
+		return;
+	}
+	/* Once per scan: the hold lasts until the end, rescans included. */
+	if (ts->ptracer_hold == 0 &&
+		!tb_admit_workers(&ts->ptracer_hold, &ts->copies_off_reason))
 		return;
 	for (int i = 0; i < ts->nresident; i++)
 	{
@@ -1774,6 +1830,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 		 */
 		if (n >= ts->leader_pages_room)
 		{
+			ts->copies_off_reason = "the table outgrew the shared list of the leader's pages";
 			n = 0;
 			break;
 		}
@@ -1858,6 +1915,7 @@ setup_shared(TempScanState *ts, ParallelContext *pcxt, TempScanShared *shared)
 	ConditionVariableInit(&shared->flush_progress);
 	pg_atomic_init_u32(&shared->workers_started, 0);
 	pg_atomic_init_u32(&shared->workers_refused, 0);
+	pg_atomic_init_u32(&shared->refused_errno, 0);
 	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
 	shared->reserved_offset = reserved_offset(pcxt->nworkers, ts->leader_pages_room);
 	shared->reserved_bits = ts->reserved_room;
@@ -1936,17 +1994,24 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		pg_usleep(50000L);
 	if (ts->shared->nleader_pages > 0)
 	{
+		int			err = -1;
+
 		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
-		ts->copies_from_leader = tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL &&
-			tb_can_read_leader(ts->shared->leader_pid,
-							   ts->leader_pages[0].desc_addr);
+		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
+			err = tb_leader_read_errno(ts->shared->leader_pid,
+									   ts->leader_pages[0].desc_addr);
+		ts->copies_from_leader = err == 0;
 		if (!ts->copies_from_leader)
+		{
+			/* Before the count, a barrier: the leader reads it after. */
+			if (err > 0)
+				pg_atomic_write_u32(&ts->shared->refused_errno, err);
 			pg_atomic_fetch_add_u32(&ts->shared->workers_refused, 1);
+		}
 	}
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
-	if (tb_debug_hazard != TB_HAZARD_NONE &&
-		tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
+	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{
 		tb_mid_read_hook = worker_meets_hazard;
 		tb_mid_read_arg = ts;
@@ -2006,6 +2071,38 @@ tb_install_executor_hooks(void)
 	ExecutorRun_hook = temp_scan_executor_run;
 }
 
+/*
+ * Leader, before the shared state goes: how the last pass's workers got the
+ * pages the leader held, for EXPLAIN.  Pages it did not hold come from the
+ * file either way.
+ */
+static void
+note_page_source(TempScanState *ts)
+{
+	TempScanShared *shared = ts->shared;
+	MemoryContext oldcxt;
+	uint32		refused;
+	uint32		err;
+
+	ts->page_source = NULL;
+	if (!ts->partial || shared->leader_only || ts->pcxt == NULL ||
+		ts->pcxt->nworkers_launched == 0)
+		return;
+	oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+	refused = pg_atomic_read_u32(&shared->workers_refused);
+	pg_read_barrier();
+	err = pg_atomic_read_u32(&shared->refused_errno);
+	if (ts->copies_off_reason != NULL)
+		ts->page_source = psprintf("file (%s)", ts->copies_off_reason);
+	else if (refused == 0)
+		ts->page_source = "leader copies, file";
+	else if (err != 0)
+		ts->page_source = psprintf("file (leader copy denied: %s)", strerror(err));
+	else
+		ts->page_source = "file (workers declined copies: pg_tempbuf.debug_hazard)";
+	MemoryContextSwitchTo(oldcxt);
+}
+
 static void
 temp_scan_shutdown(CustomScanState *node)
 {
@@ -2017,6 +2114,7 @@ temp_scan_shutdown(CustomScanState *node)
 		if (ts->flushing)
 			finish_flush(ts, false);
 		collect_counters(ts);
+		note_page_source(ts);
 	}
 	/* The segment goes away after this. */
 	ts->shared = NULL;
@@ -2067,6 +2165,8 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	if (ts->partial && ts->totals)
 		ExplainPropertyText("Flush Mode", flush_mode_names[ts->flush_mode], es);
+	if (ts->page_source)
+		ExplainPropertyText("Page Source", ts->page_source, es);
 	ExplainPropertyInteger("Pages Flushed", NULL, ts->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);

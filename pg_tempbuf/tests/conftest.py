@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +31,8 @@ FORCE_PARALLEL = {
 }
 
 
-def start_preloaded(pg_config_path: str, checksums: bool | None = None) -> Cluster:
+def start_preloaded(pg_config_path: str, checksums: bool | None = None,
+                    server_env: dict[str, str] | None = None) -> Cluster:
     cluster = Cluster(
         pg_config_path,
         settings={
@@ -36,6 +42,7 @@ def start_preloaded(pg_config_path: str, checksums: bool | None = None) -> Clust
             "max_parallel_workers_per_gather": 2,
         },
         checksums=checksums,
+        server_env=server_env,
     )
     cluster.start()
     with cluster.connect() as conn:
@@ -113,11 +120,42 @@ def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None
             counts[f"leader only: {node['Leader Only']}"] += 1
 
 
+YAMA_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
+
+
+def yama_scope() -> int | None:
+    """kernel.yama.ptrace_scope, None without Yama."""
+    return int(YAMA_SCOPE.read_text()) if YAMA_SCOPE.exists() else None
+
+
 def leader_copies_unavailable() -> str | None:
-    """None when workers may copy pages out of the leader's memory on this system, else why not."""
+    """None when workers may copy pages out of the leader's memory on this system, else why not.
+    At Yama scope 1 the leader declares the postmaster its ptracer, which admits the workers."""
     if sys.platform != "linux":
         return "process_vm_readv is Linux only"
-    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
-    if scope.exists() and scope.read_text().strip() != "0":
-        return f"Yama ptrace_scope is {scope.read_text().strip()}: workers cannot read the leader"
+    scope = yama_scope()
+    if scope is not None and scope >= 2:
+        return f"Yama ptrace_scope is {scope}: workers cannot read the leader"
     return None
+
+
+SHIMS = Path(__file__).parent / "shims"
+
+
+def build_shim(name: str) -> Path | str:
+    """Compile tests/shims/NAME.c into a shared library the server's OS user can load;
+    returns its path, or why it cannot be built here."""
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
+        return f"the {name} shim is for Linux on x86_64 or aarch64"
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return "no C compiler to build the shim"
+    out_dir = Path(tempfile.mkdtemp(prefix="pgtb-shim-"))
+    out_dir.chmod(0o755)  # the server may run as another OS user
+    library = out_dir / f"{name}.so"
+    result = subprocess.run([compiler, "-Wall", "-shared", "-fPIC", "-o", str(library),
+                             str(SHIMS / f"{name}.c"), "-ldl"], capture_output=True, text=True)
+    if result.returncode != 0:
+        return f"could not build the {name} shim: {result.stderr.strip()}"
+    library.chmod(0o755)
+    return library

@@ -12,6 +12,11 @@ The hazards, and the guard each one meets (see page_guard.c):
 - a copied buffer holds another page for a while (evicted and read again): the pin;
 - the leader stalls between the two reads of the start/refuse handshake while workers
   cannot copy: the order of those reads;
+- a buffer of a worker's batch of copies goes to another block between the batch's two looks
+  at the descriptors: the pin, and without it the descriptor check (the worker reads that page
+  from the file, where the eviction wrote it), so this one stays exact unguarded too;
+- the list of the leader's pages has less room than the pages it would list (a table grown
+  since the segment was sized, which a read-only statement cannot do): no copies at all;
 - a portal is bound, the table changes, then the portal runs: the full scan flushes when
   the executor runs.
 """
@@ -138,6 +143,51 @@ def test_handshake_stall(preloaded_cluster: Cluster, protected: bool) -> None:
         assert rows == exact
     else:
         assert rows != exact, "with the guards off, the stalled handshake should have lost rows"
+
+
+BATCH_ROWS = 400_000  # 1,770 pages: chunks of 9 blocks, so that workers copy batches
+BATCH_QUERY = "SELECT count(*), sum(id) FROM batched"
+BATCH_EXACT = [(BATCH_ROWS, BATCH_ROWS * (BATCH_ROWS + 1) // 2)]
+
+
+def run_on_fresh_table(conn: psycopg.Connection[Any], hazard: str, protected: bool) -> tuple[Any, list[str]]:
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    force_parallel(conn)
+    conn.execute("SET pg_tempbuf.debug_sync_start = on")
+    conn.execute(f"CREATE TEMP TABLE batched AS SELECT g AS id FROM generate_series(1, {BATCH_ROWS}) g")
+    conn.execute(f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'}")
+    conn.execute(f"SET pg_tempbuf.debug_hazard = {hazard}")
+    row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {BATCH_QUERY}").fetchone()
+    assert row is not None
+    rows = [tuple(int(v) for v in r) for r in conn.execute(BATCH_QUERY).fetchall()]
+    conn.execute("RESET pg_tempbuf.debug_hazard")
+    conn.execute("RESET pg_tempbuf.debug_unprotected")
+    nodes = [row[0][0]["Plan"]]
+    while "Custom Plan Provider" not in nodes[-1]:
+        nodes.append(nodes[-1]["Plans"][0])
+    return (rows, nodes[-1]), [n for n in notices if "debug_hazard" in n]
+
+
+@needs_copies
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_evict_during_batch(preloaded_cluster: Cluster, protected: bool) -> None:
+    """Exact guarded and unguarded; with the descriptor check taken out of
+    tb_read_leader_pages, the unguarded run counted 399,774 rows of 400,000 (tried by hand)."""
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        (rows, scan), met = run_on_fresh_table(conn, "evict_during_batch", protected)
+    assert met, "no worker paused in the middle of a batch: the race was not run"
+    assert scan["Page Source"] == "leader copies, file"
+    assert rows == BATCH_EXACT
+
+
+@needs_copies
+def test_list_overflow(preloaded_cluster: Cluster) -> None:
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        (rows, scan), _ = run_on_fresh_table(conn, "list_overflow", True)
+    assert scan["Page Source"] == "file (the table outgrew the shared list of the leader's pages)"
+    assert scan["Pages Flushed"] > 0 and "Pages Copied From Leader" not in scan
+    assert rows == BATCH_EXACT
 
 
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])

@@ -2,7 +2,8 @@
 
 Where the system lets processes of one user read each other, a partial scan's workers copy the
 table's resident pages from the leader's local buffers: the leader writes nothing and the table
-stays dirty.  Elsewhere (Yama ptrace_scope above 0, not Linux) the tests say so and skip.
+stays dirty.  Elsewhere (Yama ptrace_scope above 1, not Linux) the tests say so and skip;
+test_copy_permissions.py has a system that denies the call, and Yama's scope 1 and 2.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def test_workers_copy_dirty_pages_and_nothing_is_written(preloaded_cluster: Any)
         (node,) = temp_scan_nodes(conn, QUERY)
         assert node["Flush Mode"] == "interleaved"  # a partial aggregate drains the scan
         assert node["Pages Flushed"] == 0
+        assert node["Page Source"] == "leader copies, file"
         assert worker_counts(node, "Pages Copied From Leader") > 0, node
         assert dirty_pages(conn) == dirty  # the table is as it was
         parallel = conn.execute(QUERY).fetchall()
@@ -87,5 +89,6 @@ def test_copy_from_leader_off_makes_the_leader_write(preloaded_cluster: Any) -> 
         new_dirty_table(conn)
         (node,) = temp_scan_nodes(conn, QUERY)
         assert "Pages Copied From Leader" not in node
+        assert node["Page Source"] == "file (pg_tempbuf.copy_from_leader is off)"
         assert node["Pages Flushed"] > 0
         assert conn.execute(QUERY).fetchall() == serial_result(conn)

@@ -8,7 +8,7 @@ first query pays for them.  Each case below is built in such a session, for ever
 * `fresh_ctas`: CREATE TEMP TABLE AS, then the query (no ANALYZE: a user's session rarely runs one);
 * `steps`: CREATE TEMP TABLE, four INSERT ... SELECT statements, ANALYZE, then the query;
 * `no_copies`: as `fresh_ctas`, with `pg_tempbuf.copy_from_leader = off`: what a system that
-  forbids one process to read another's memory gets (Yama's ptrace_scope above 0, a seccomp
+  forbids one process to read another's memory gets (Yama's ptrace_scope above 1, a seccomp
   filter, another OS), where the leader writes the dirty pages workers read.  Skipped, and said
   so, when the server does not know that setting.
 
