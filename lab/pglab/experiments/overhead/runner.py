@@ -21,7 +21,7 @@ from rich.progress import Progress, TaskID
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.cluster import Cluster
 from pglab.errors import LabError
-from pglab.experiments.overhead import callgrind
+from pglab.experiments.overhead import callgrind, temp_sessions
 from pglab.experiments.overhead.analysis import Config, CountPoint, OverheadResult, TpsPoint
 from pglab.experiments.overhead.options import LIBRARY, NAME, RANDOM_SEED, OverheadOptions
 from pglab.experiments.sequence_cache import pgbench as pgbench_output
@@ -73,6 +73,8 @@ def meta(result: OverheadResult, status: str, error: str | None) -> dict[str, An
         "options": {**dataclasses.asdict(o), "out_dir": str(o.out_dir) if o.out_dir else None,
                     "pg_config": str(o.pg_config) if o.pg_config else None},
         "valgrind": result.valgrind, "pgbench": result.pgbench, "counts": result.count_note,
+        "temp_sessions": {"counts": result.temp.count_note, "tpch_temp_buffers": result.temp.tpch_temp_buffers,
+                          "tpch_bytes": result.temp.tpch_bytes, "point_table_bytes": result.temp.point_table_bytes},
         "notes": result.notes, "server": result.server, "machine": result.machine,
     }
 
@@ -107,15 +109,24 @@ def _run(result: OverheadResult, console: Console) -> None:
         counting = _counting_possible(result, target)
         total = ((4 * options.pairs if options.tps else 0)
                  + (options.count_rounds * 2 if counting else 0))
+        temp_counting = counting and options.temp_sessions
+        if options.temp_sessions:
+            total += temp_sessions.timed_steps(result) + (len(options.point_temp_buffers) if temp_counting else 0)
+            result.temp.count_note = (temp_sessions.counting_note(result.valgrind) if temp_counting
+                                      else result.count_note)
         with lab_progress(console) as progress:
             task = progress.add_task(NAME, total=total)
             if options.tps:
                 _tps_series(result, target, progress, task)
+            if options.temp_sessions:
+                temp_sessions.run_timed(result, target, progress, task)
             if counting:
                 assert target.cluster is not None
                 admin.close()
                 target.cluster.stop()
                 _count_series(result, target.cluster, progress, task)
+                if temp_counting:
+                    temp_sessions.run_counted(result, target.cluster, progress, task)
 
 
 def _role_conninfo(target: TargetServer, role: str) -> str:
@@ -249,7 +260,7 @@ def _count_series(result: OverheadResult, cluster: Cluster, progress: Progress, 
         progress.update(task, description=f"callgrind round {round_ + 1}: shared_preload_libraries = '{preload}'")
         configs = [(Config.SHARED, ROLE_PLAIN)] if preload else [(Config.NONE, ROLE_PLAIN),
                                                                   (Config.SESSION, ROLE_LOADED)]
-        with _postmaster_under_callgrind(cluster, preload) as dump_dir:
+        with postmaster_under_callgrind(cluster, preload) as dump_dir:
             # The same queries once uncounted: every page they read is in shared buffers for every configuration
             # (a restarted postmaster starts cold), and the relcache init file exists.
             _pgbench_counted(result, cluster, script, ROLE_PLAIN,
@@ -261,14 +272,15 @@ def _count_series(result: OverheadResult, cluster: Cluster, progress: Progress, 
 
 
 @contextmanager
-def _postmaster_under_callgrind(cluster: Cluster, preload: str) -> Iterator[Path]:
-    """The cluster's postmaster under callgrind with shared_preload_libraries = preload; yields the dump dir."""
+def postmaster_under_callgrind(cluster: Cluster, preload: str, extra: tuple[str, ...] = ()) -> Iterator[Path]:
+    """The cluster's postmaster under callgrind with shared_preload_libraries = preload; yields the dump dir.
+    `extra`: more callgrind options (e.g. --dump-before=FUNCTION)."""
     dump_dir = cluster.base_dir / f"callgrind-{time.monotonic_ns()}"
     dump_dir.mkdir()
     cluster.os_user.chown(dump_dir)
     log = cluster.base_dir / "callgrind-postmaster.log"
     user, group, extra_groups = cluster.os_user.subprocess_identity()
-    command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=PostgresMain",
+    command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=PostgresMain", *extra,
                f"--callgrind-out-file={dump_dir}/callgrind.out.%p",
                str(cluster.install.program("postgres")), "-D", str(cluster.data_dir),
                "-c", f"shared_preload_libraries={preload}"]

@@ -12,6 +12,7 @@ from pglab.cliargs import (
     add_target_arguments,
     check_out_and_pg_config,
     name_list,
+    positive_float,
     positive_int,
 )
 from pglab.errors import LabError
@@ -22,16 +23,6 @@ from pglab.progress import result_console
 
 NAME = opt.NAME
 EXIT_MISMATCH = 3
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
 
 
 def add_parser(commands: Any) -> None:
