@@ -44,6 +44,7 @@ from pglab.experiments.overhead.analysis import (
     alternate,
     explain_planning_ms,
 )
+from pglab.experiments.overhead.postmaster import postmaster_under_callgrind
 from pglab.server import TargetServer
 
 Conn = psycopg.Connection[Any]
@@ -201,8 +202,6 @@ def run_counted(result: OverheadResult, cluster: Cluster, progress: Progress, ta
     assert result.out_dir is not None
     profiles_dir = result.out_dir / "callgrind"
     profiles_dir.mkdir(exist_ok=True)
-    from pglab.experiments.overhead.runner import postmaster_under_callgrind  # runner imports this module
-
     n = options.counted_plannings
     with postmaster_under_callgrind(cluster, "", (DUMP_OPTION,)) as dump_dir:
         for temp_buffers in options.point_temp_buffers:
