@@ -145,6 +145,10 @@ def run_tpch(result: OverheadResult, target: TargetServer, progress: Progress, t
             temp_tables = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.TEMP)
             temp.tpch_bytes = {UNLOGGED: tpch_tables.total_bytes(conn, unlogged),
                                "temp": tpch_tables.total_bytes(conn, temp_tables)}
+            row = conn.execute("SELECT pg_size_bytes(current_setting('temp_buffers'))").fetchone()
+            if row and temp.tpch_bytes["temp"] > int(row[0]):
+                temp.notes.append(f"the temporary TPC-H tables ({temp.tpch_bytes['temp'] / 2**20:,.0f} MiB with "
+                                  f"indexes) do not fit temp_buffers = {temp.tpch_temp_buffers} (--tpch-temp-buffers)")
             queries = {q: tpch_tables.query_text(q) for q in tpch_tables.QUERIES}
 
             def prepare(config: str) -> None:
