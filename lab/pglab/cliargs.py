@@ -37,6 +37,28 @@ def positive_int_list(text: str) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
+    return value
+
+
+_SIZE = re.compile(r"^\d+(kB|MB|GB|TB)?$")
+
+
+def memory_size_list(text: str) -> tuple[str, ...]:
+    """'8MB, 512MB,4GB' -> ('8MB', '512MB', '4GB'): PostgreSQL memory sizes, in the given order."""
+    parts = name_list(text)
+    bad = [p for p in parts if not _SIZE.match(p)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"{', '.join(bad)}: not a size like 8MB or 4GB")
+    return parts
+
+
 def name_list(text: str) -> tuple[str, ...]:
     """'a,b , c' -> ('a', 'b', 'c') in the given order, without duplicates."""
     parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]

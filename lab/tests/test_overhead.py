@@ -111,7 +111,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 def test_tiny_run_on_a_throwaway_cluster(pg_config_path: str, tmp_path: Path) -> None:
     out = tmp_path / "overhead"
     result = run_pglab("overhead", "--quick", "--pg-config", pg_config_path, "--scale", "1", "--queries", "40",
-                       "--warmup-queries", "5", "--duration", "1", "--out", str(out))
+                       "--warmup-queries", "5", "--duration", "1", "--no-temp-sessions", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert OUTPUTS <= {p.name for p in out.iterdir()}
 
@@ -122,6 +122,7 @@ def test_tiny_run_on_a_throwaway_cluster(pg_config_path: str, tmp_path: Path) ->
     assert {t["role"] for t in tps if t["config"] == "none"} != {t["role"] for t in tps if t["config"] == "session"}
 
     summary = json.loads((out / "results.json").read_text())
+    assert summary["temp_sessions"] is None and not (out / "planning.csv").exists()
     counts = _rows(out / "counts.csv")
     if shutil.which("valgrind") is None:
         assert counts == [] and summary["instruction_ratio"] is None
@@ -146,4 +147,9 @@ def test_tiny_run_on_a_throwaway_cluster(pg_config_path: str, tmp_path: Path) ->
 
 
 def test_nothing_to_measure_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert_main_fails_in_one_line(["overhead", "--no-callgrind", "--no-tps"], "nothing to measure", capsys)
+    assert_main_fails_in_one_line(["overhead", "--no-callgrind", "--no-tps", "--no-temp-sessions"],
+                                  "nothing to measure", capsys)
+
+
+def test_bad_temp_buffers_list_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert_main_fails_in_one_line(["overhead", "--point-temp-buffers", "8MB,lots"], "not a size", capsys)

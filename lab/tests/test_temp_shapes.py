@@ -61,6 +61,43 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     assert "RESULT MISMATCH" not in result.stdout
 
 
+def test_quick_tpch_all_temp(tmp_path: Path, pg_config_path: str) -> None:
+    """Every TPC-H table temporary vs an UNLOGGED copy, in a session of its own: same rows, stock plans when off."""
+    out = tmp_path / "ts-all-temp"
+    result = run_pglab("temp-shapes", "--quick", "--no-shapes", "--tpch-all-temp", "--tpch-queries", "q01,q03,q21",
+                       "--tpch-temp-buffers", "256MB", "--pg-config", pg_config_path, "--out", str(out), timeout=600)
+    assert result.returncode == 0, result.stderr
+    with (out / "raw.csv").open() as f:
+        raw = list(csv.DictReader(f))
+    assert {(r["item"], r["config"]) for r in raw} == {
+        (q, c) for q in ("q01", "q03", "q21") for c in ("off", "on", "unlogged")}
+    with (out / "plans.csv").open() as f:
+        plans = list(csv.DictReader(f))
+    for item in ("q01", "q03", "q21"):
+        assert len({p["digest"] for p in plans if p["item"] == item}) == 1, item
+    assert all(p["temp_scans"] == "0" for p in plans if p["config"] in ("off", "unlogged"))
+    # The temp configurations read pg_temp's tables, the UNLOGGED one its schema's: no Temp Seq Scan there,
+    # and with pg_tempbuf on q01's lineitem scan is ours.
+    assert any("Temp Seq Scan" in p["scans"] for p in plans if p["config"] == "on" and p["item"] == "q01")
+    results = json.loads((out / "results.json").read_text())
+    assert results["options"]["tpch_all_temp"] and results["tpch_temp_buffers"] == "256MB"
+    assert results["table_bytes"]["pg_temp.lineitem"] > 0 and results["table_bytes"]["pglab_ts.lineitem"] > 0
+    items = {i["item"]: i for i in results["items"]}
+    assert all(i["reference"] == "unlogged" and i["results_equal"] for i in items.values())
+    section = json.loads((out / "section.json").read_text())
+    assert [row[0] for row in section["ours"]["rows"]] == ["q01", "q03", "q21", "sum"]
+
+
+def test_tpch_all_temp_defaults_to_all_22_queries() -> None:
+    from pglab.cli import build_parser
+    from pglab.experiments.temp_shapes.command import options_from
+
+    options = options_from(build_parser().parse_args(["temp-shapes", "--tpch-all-temp", "--scale", "0.5"]))
+    assert options.tpch_all_temp and len(options.tpch_queries) == 22 and options.tpch_temp_buffers is None
+    default = options_from(build_parser().parse_args(["temp-shapes"]))
+    assert not default.tpch_all_temp and len(default.tpch_queries) == 7
+
+
 def test_plan_shape_of_a_parallel_plan() -> None:
     explain = [{"Plan": {
         "Node Type": "Aggregate", "Plans": [{
@@ -88,6 +125,8 @@ def test_plan_shape_of_a_parallel_plan() -> None:
         (["--shapes", "nope"], "unknown nope"),
         (["--tpch-queries", "q99"], "unknown q99"),
         (["--no-shapes", "--no-tpch"], "nothing to measure"),
+        (["--no-tpch", "--tpch-all-temp"], "choose one"),
+        (["--tpch-temp-buffers", "1GB"], "needs --tpch-all-temp"),
         (["--out", "/nonexistent/dir/x"], "parent directory"),
         (["--pg-config", "/nonexistent/pg_config"], "pg_config not found"),
     ],

@@ -62,6 +62,7 @@ class OverheadResult:
     library_functions: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Functions outside pg_tempbuf that its functions call, per query: "caller -> callee" -> Ir
     library_callees: dict[str, float] = field(default_factory=dict)
+    temp: TempSessionsResult = field(default_factory=lambda: TempSessionsResult())
     server: dict[str, Any] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
     valgrind: str = ""
@@ -156,3 +157,147 @@ def tps_summary(points: list[TpsPoint]) -> TpsSummary | None:
             a, b = (first, second) if first.config == Config.NONE.value else (second, first)
             paired.append(_ratio(b.tps, a.tps))
     return TpsSummary(without, loaded, _ratio(loaded, without), by_order, paired, len(points))
+
+
+# -- sessions that have temporary tables (issue 20) --------------------------------------------
+
+POINT_PART = "point"
+STEADY = "steady"  # the census of the local buffer pool is current: planning reuses it
+COLD = "cold"  # the first planning after the pool changed (an UPDATE dirtied a page): one census
+ON = "on"
+OFF = "off"
+UNLOGGED = "unlogged"
+TPCH_CONFIGS = (UNLOGGED, OFF, ON)
+
+
+@dataclass
+class PlanningPoint:
+    """One EXPLAIN (SUMMARY) of the point query in a session with temp_buffers."""
+
+    temp_buffers: str
+    phase: str  # STEADY or COLD
+    config: str  # pg_tempbuf.parallel_scan: ON or OFF
+    repetition: int
+    planning_ms: float
+
+
+@dataclass
+class PlanningCount:
+    """Instructions per planning of the point query (callgrind, one backend per temp_buffers): the inclusive
+    cost of the EXPLAIN's calls of pg_plan_query in one phase / the plannings of that phase."""
+
+    temp_buffers: str
+    phase: str
+    config: str
+    plannings: int
+    planning_ir: float
+    census_calls: int  # take_census calls in the phase (0: none; = plannings: one per planning)
+
+
+@dataclass
+class TpchPlanningPoint:
+    """One EXPLAIN (SUMMARY) of a TPC-H query in one configuration."""
+
+    query: str
+    config: str  # UNLOGGED (stock planner, pg_tempbuf off), or temp tables with parallel_scan OFF / ON
+    repetition: int
+    planning_ms: float
+
+
+@dataclass
+class TempSessionsResult:
+    points: list[PlanningPoint] = field(default_factory=list)
+    counts: list[PlanningCount] = field(default_factory=list)
+    tpch: list[TpchPlanningPoint] = field(default_factory=list)
+    tpch_bytes: dict[str, int] = field(default_factory=dict)  # "temp" / "unlogged" -> bytes with indexes
+    tpch_temp_buffers: str = ""
+    point_table_bytes: int = 0
+    count_note: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def alternate(configs: tuple[str, ...], repetition: int) -> tuple[str, ...]:
+    """Each repetition starts at the next configuration: (a, b), (b, a), ... ; (a, b, c), (b, c, a), ..."""
+    shift = repetition % len(configs)
+    return configs[shift:] + configs[:shift]
+
+
+@dataclass(frozen=True)
+class PointSummary:
+    temp_buffers: str
+    phase: str
+    plannings: int  # per configuration
+    median_on_ms: float
+    median_off_ms: float
+    ratio: float  # on / off
+    on_ir: float | None  # callgrind instructions per planning, when counted
+    off_ir: float | None
+    ir_ratio: float | None
+
+
+def point_summaries(points: list[PlanningPoint], counts: list[PlanningCount]) -> list[PointSummary]:
+    """Per temp_buffers (in run order) and phase (steady, then cold): medians on / off and their ratio."""
+    keys = list(dict.fromkeys((p.temp_buffers, p.phase) for p in points))
+    keys += [k for k in dict.fromkeys((c.temp_buffers, c.phase) for c in counts) if k not in keys]
+    order = {STEADY: 0, COLD: 1}
+    buffers = list(dict.fromkeys(k[0] for k in keys))
+    keys.sort(key=lambda k: (buffers.index(k[0]), order.get(k[1], 2)))
+    summaries = []
+    for temp_buffers, phase in keys:
+        def med(config: str, tb: str = temp_buffers, ph: str = phase) -> float:
+            return _median([p.planning_ms for p in points if (p.temp_buffers, p.phase, p.config) == (tb, ph, config)])
+
+        def ir(config: str, tb: str = temp_buffers, ph: str = phase) -> float | None:
+            values = [c.planning_ir for c in counts if (c.temp_buffers, c.phase, c.config) == (tb, ph, config)]
+            return _median(values) if values else None
+
+        on, off = med(ON), med(OFF)
+        on_ir, off_ir = ir(ON), ir(OFF)
+        summaries.append(PointSummary(
+            temp_buffers=temp_buffers, phase=phase,
+            plannings=sum(1 for p in points if (p.temp_buffers, p.phase, p.config) == (temp_buffers, phase, ON)),
+            median_on_ms=on, median_off_ms=off, ratio=_ratio(on, off), on_ir=on_ir, off_ir=off_ir,
+            ir_ratio=_ratio(on_ir, off_ir) if on_ir is not None and off_ir is not None else None))
+    return summaries
+
+
+@dataclass(frozen=True)
+class TpchPlanningSummary:
+    queries: tuple[str, ...]
+    median_ms: dict[str, dict[str, float]]  # query -> config -> median planning ms
+    sum_ms: dict[str, float]  # config -> sum over the queries of the medians
+    on_vs_unlogged: float
+    on_vs_off: float
+    off_vs_unlogged: float
+
+    @property
+    def within_limit(self) -> bool | None:
+        from pglab.experiments.overhead.options import TPCH_PLANNING_LIMIT
+
+        return None if math.isnan(self.on_vs_unlogged) else self.on_vs_unlogged <= TPCH_PLANNING_LIMIT
+
+
+def tpch_planning_summary(points: list[TpchPlanningPoint]) -> TpchPlanningSummary | None:
+    """Median planning time per query and configuration, their sums over the queries, and the ratios of the
+    sums; only queries measured in every configuration count in the sums."""
+    if not points:
+        return None
+    queries = tuple(sorted({p.query for p in points}))
+    configs = [c for c in TPCH_CONFIGS if any(p.config == c for p in points)]
+    median = {q: {c: _median([p.planning_ms for p in points if p.query == q and p.config == c]) for c in configs}
+              for q in queries}
+    complete = [q for q in queries if all(not math.isnan(median[q][c]) for c in configs)]
+    sums = {c: sum(median[q][c] for q in complete) for c in configs}
+    return TpchPlanningSummary(
+        queries=queries, median_ms=median, sum_ms=sums,
+        on_vs_unlogged=_ratio(sums.get(ON, math.nan), sums.get(UNLOGGED, math.nan)),
+        on_vs_off=_ratio(sums.get(ON, math.nan), sums.get(OFF, math.nan)),
+        off_vs_unlogged=_ratio(sums.get(OFF, math.nan), sums.get(UNLOGGED, math.nan)))
+
+
+def explain_planning_ms(explain: Any) -> float:
+    """'Planning Time' of an EXPLAIN (SUMMARY, FORMAT JSON) result: [{"Plan": ..., "Planning Time": ms}]."""
+    top = explain[0] if isinstance(explain, list) else explain
+    if "Planning Time" not in top:
+        raise ValueError("EXPLAIN output without 'Planning Time' (was SUMMARY on?)")
+    return float(top["Planning Time"])

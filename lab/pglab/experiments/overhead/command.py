@@ -7,7 +7,14 @@ from typing import Any
 
 from rich.console import Console
 
-from pglab.cliargs import add_out_argument, add_target_arguments, check_out_and_pg_config, positive_int
+from pglab.cliargs import (
+    add_out_argument,
+    add_target_arguments,
+    check_out_and_pg_config,
+    memory_size_list,
+    positive_float,
+    positive_int,
+)
 from pglab.errors import LabError
 from pglab.experiments.overhead import options as opt
 from pglab.experiments.overhead.options import OverheadOptions
@@ -29,7 +36,12 @@ def add_parser(commands: Any) -> None:
             "pg_plan_queries (planning) and PortalRun, plus a role with session_preload_libraries = "
             "pg_tempbuf. TPS: pgbench -S -n as a role without and a role with session_preload_libraries, "
             "alternating ABAB.. and BABA..; medians and ratios per order. The acceptance bound is an "
-            f"instruction ratio of at most {opt.INSTRUCTION_LIMIT}."
+            f"instruction ratio of at most {opt.INSTRUCTION_LIMIT}. Sessions with temporary tables (issue 20, "
+            "--temp-sessions, on by default): planning time (EXPLAIN (SUMMARY) 'Planning Time') of a point query "
+            "on an indexed temp table at several temp_buffers, pg_tempbuf.parallel_scan on vs off, steady and "
+            "right after the pool changed (the census), with callgrind instructions per planning; and the sum of "
+            "the 22 TPC-H queries' planning times over temp tables (off, on) vs the same data in UNLOGGED "
+            f"tables (acceptance bound on / UNLOGGED <= {opt.TPCH_PLANNING_LIMIT})."
         ),
     )
     parser.add_argument("--scale", type=positive_int, metavar="SF",
@@ -54,20 +66,48 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-callgrind", dest="callgrind", action="store_false",
                         help="skip the instruction counts")
     parser.add_argument("--no-tps", dest="tps", action="store_false", help="skip the TPS A/B series")
+    parser.add_argument("--temp-sessions", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure sessions that have temporary tables: point-query and TPC-H planning "
+                             "time, pg_tempbuf.parallel_scan on vs off (default on)")
+    parser.add_argument("--point-rows", type=positive_int, metavar="N",
+                        help=f"rows of the indexed temp table of the point query (default {opt.DEFAULT_POINT_ROWS:,}, "
+                             f"--quick {opt.QUICK_POINT_ROWS:,})")
+    parser.add_argument("--point-temp-buffers", type=memory_size_list, metavar="SIZE,...",
+                        help=f"temp_buffers of the point-query sessions (default "
+                             f"{','.join(opt.DEFAULT_POINT_TEMP_BUFFERS)})")
+    parser.add_argument("--plannings", type=positive_int, metavar="K",
+                        help=f"timed point-query plannings per configuration, steady and cold each "
+                             f"(default {opt.DEFAULT_PLANNINGS}, --quick {opt.QUICK_PLANNINGS})")
+    parser.add_argument("--counted-plannings", type=positive_int, metavar="K",
+                        help=f"point-query plannings per configuration and phase under callgrind "
+                             f"(default {opt.DEFAULT_COUNTED_PLANNINGS}, --quick {opt.QUICK_COUNTED_PLANNINGS})")
+    parser.add_argument("--tpch-scale", type=positive_float, metavar="SF",
+                        help=f"TPC-H scale of the planning sum (default {opt.DEFAULT_TPCH_SCALE:g}, "
+                             f"--quick {opt.QUICK_TPCH_SCALE:g})")
+    parser.add_argument("--tpch-plannings", type=positive_int, metavar="K",
+                        help=f"EXPLAINs per TPC-H query and configuration, median (default "
+                             f"{opt.DEFAULT_TPCH_PLANNINGS}, --quick {opt.QUICK_TPCH_PLANNINGS})")
+    parser.add_argument("--tpch-temp-buffers", metavar="SIZE",
+                        help="temp_buffers of the TPC-H planning session (default: enough for the scale, "
+                             "2GB at SF 0.5)")
     parser.add_argument("--quick", action="store_true",
-                        help="demo size (under a minute): scale 1, 200 counted queries, 1 round, 2 s TPS runs, "
-                             "1 pair per order (explicit options win)")
+                        help="demo size (a few minutes): scale 1, 200 counted queries, 1 round, 2 s TPS runs, "
+                             "1 pair per order; temp sessions with a 100,000-row table, 40 plannings, TPC-H SF "
+                             "0.01 (explicit options win)")
     add_out_argument(parser, NAME)
     add_target_arguments(parser, " (pg_tempbuf installed in it)")
 
 
 def options_from(args: argparse.Namespace) -> OverheadOptions:
     check_out_and_pg_config(args)
-    if not args.callgrind and not args.tps:
-        raise LabError("--no-callgrind and --no-tps leave nothing to measure")
+    if not args.callgrind and not args.tps and not args.temp_sessions:
+        raise LabError("--no-callgrind, --no-tps and --no-temp-sessions leave nothing to measure")
     quick = bool(args.quick)
 
     def pick(value: int | None, default: int, quick_default: int) -> int:
+        return value if value is not None else (quick_default if quick else default)
+
+    def pick_float(value: float | None, default: float, quick_default: float) -> float:
         return value if value is not None else (quick_default if quick else default)
 
     return OverheadOptions(
@@ -80,6 +120,14 @@ def options_from(args: argparse.Namespace) -> OverheadOptions:
         clients=args.clients or opt.DEFAULT_CLIENTS,
         callgrind=args.callgrind, tps=args.tps,
         out_dir=args.out, pg_config=args.pg_config, dsn=args.dsn, quick=quick,
+        temp_sessions=args.temp_sessions,
+        point_rows=pick(args.point_rows, opt.DEFAULT_POINT_ROWS, opt.QUICK_POINT_ROWS),
+        point_temp_buffers=args.point_temp_buffers or opt.DEFAULT_POINT_TEMP_BUFFERS,
+        plannings=pick(args.plannings, opt.DEFAULT_PLANNINGS, opt.QUICK_PLANNINGS),
+        counted_plannings=pick(args.counted_plannings, opt.DEFAULT_COUNTED_PLANNINGS, opt.QUICK_COUNTED_PLANNINGS),
+        tpch_scale=pick_float(args.tpch_scale, opt.DEFAULT_TPCH_SCALE, opt.QUICK_TPCH_SCALE),
+        tpch_plannings=pick(args.tpch_plannings, opt.DEFAULT_TPCH_PLANNINGS, opt.QUICK_TPCH_PLANNINGS),
+        tpch_temp_buffers=args.tpch_temp_buffers,
     )
 
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pglab.experiments.overhead.analysis import Config, OverheadResult, count_summaries
+from pglab.experiments.overhead.analysis import (
+    OFF,
+    ON,
+    TPCH_CONFIGS,
+    Config,
+    OverheadResult,
+    count_summaries,
+    point_summaries,
+    tpch_planning_summary,
+)
 from pglab.plotting import plt
 
 COLORS = {Config.NONE.value: "tab:grey", Config.SESSION.value: "tab:orange", Config.SHARED.value: "tab:blue"}
@@ -52,6 +61,42 @@ def plot_tps(result: OverheadResult, path: Path, server_label: str) -> None:
     ax.set_title(f"TPS A/B, both orders ({server_label})")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_planning(result: OverheadResult, path: Path, server_label: str) -> None:
+    """Sessions with temp tables: point-query planning ms (on / off, per temp_buffers and phase) and the TPC-H
+    planning sums per configuration."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.5), gridspec_kw={"width_ratios": [2, 1]})
+    points = point_summaries(result.temp.points, result.temp.counts)
+    width = 0.4
+    xs = range(len(points))
+    for offset, config, color in ((-width / 2, OFF, "tab:grey"), (width / 2, ON, "tab:blue")):
+        values = [s.median_off_ms if config == OFF else s.median_on_ms for s in points]
+        bars = left.bar([x + offset for x in xs], values, width, label=f"parallel_scan {config}", color=color)
+        if config == ON:
+            left.bar_label(bars, labels=[f"x{s.ratio:.2f}" for s in points], fontsize="x-small")
+    left.set_xticks(list(xs), [f"{s.temp_buffers}\n{s.phase}" for s in points], fontsize="small")
+    left.set_yscale("log")
+    left.set_ylabel("median planning ms (EXPLAIN SUMMARY)")
+    left.set_title(f"point query on a {result.options.point_rows:,}-row temp table", fontsize="medium")
+    left.grid(True, axis="y", alpha=0.3, which="both")
+    left.legend(fontsize="small")
+    tpch = tpch_planning_summary(result.temp.tpch)
+    if tpch is not None:
+        configs = [c for c in TPCH_CONFIGS if c in tpch.sum_ms]
+        colors = ["tab:green", "tab:grey", "tab:blue"][:len(configs)]
+        right.bar(configs, [tpch.sum_ms[c] for c in configs], color=colors)
+        right.set_title(f"TPC-H SF {result.options.tpch_scale:g}: sum of 22 planning medians", fontsize="medium")
+        right.set_ylabel("ms")
+        right.text(0.5, 0.95, f"on / UNLOGGED {tpch.on_vs_unlogged:.2f}, on / off {tpch.on_vs_off:.2f}",
+                   ha="center", va="top", transform=right.transAxes, fontsize="small")
+    else:
+        right.text(0.5, 0.5, "not measured", ha="center", va="center", transform=right.transAxes)
+    right.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"Planning in sessions with temporary tables ({server_label})", fontsize="medium")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -7,8 +7,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,10 @@ from rich.progress import Progress, TaskID
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.cluster import Cluster
 from pglab.errors import LabError
-from pglab.experiments.overhead import callgrind
+from pglab.experiments.overhead import callgrind, temp_sessions
 from pglab.experiments.overhead.analysis import Config, CountPoint, OverheadResult, TpsPoint
 from pglab.experiments.overhead.options import LIBRARY, NAME, RANDOM_SEED, OverheadOptions
+from pglab.experiments.overhead.postmaster import postmaster_under_callgrind
 from pglab.experiments.sequence_cache import pgbench as pgbench_output
 from pglab.jsonio import write_json
 from pglab.machine import machine_info
@@ -42,8 +42,6 @@ SELECT_ONLY_SCRIPT = "\\set aid random(1, 100000 * :scale)\nSELECT abalance FROM
 PLANNER_HOOK = "tb_planner"
 PASS_THROUGH = {"tb_planner": "standard_planner", "tb_process_utility": "standard_ProcessUtility"}
 HOOK_ENTRIES = ("tb_planner", "tb_set_rel_pathlist", "tb_process_utility")
-START_TIMEOUT_S = 180
-STOP_TIMEOUT_S = 180
 PROFILE_WAIT_S = 120
 PGBENCH_TIMEOUT_S = 600
 
@@ -73,6 +71,8 @@ def meta(result: OverheadResult, status: str, error: str | None) -> dict[str, An
         "options": {**dataclasses.asdict(o), "out_dir": str(o.out_dir) if o.out_dir else None,
                     "pg_config": str(o.pg_config) if o.pg_config else None},
         "valgrind": result.valgrind, "pgbench": result.pgbench, "counts": result.count_note,
+        "temp_sessions": {"counts": result.temp.count_note, "tpch_temp_buffers": result.temp.tpch_temp_buffers,
+                          "tpch_bytes": result.temp.tpch_bytes, "point_table_bytes": result.temp.point_table_bytes},
         "notes": result.notes, "server": result.server, "machine": result.machine,
     }
 
@@ -107,15 +107,24 @@ def _run(result: OverheadResult, console: Console) -> None:
         counting = _counting_possible(result, target)
         total = ((4 * options.pairs if options.tps else 0)
                  + (options.count_rounds * 2 if counting else 0))
+        temp_counting = counting and options.temp_sessions
+        if options.temp_sessions:
+            total += temp_sessions.timed_steps(result) + (len(options.point_temp_buffers) if temp_counting else 0)
+            result.temp.count_note = (temp_sessions.counting_note(result.valgrind) if temp_counting
+                                      else result.count_note)
         with lab_progress(console) as progress:
             task = progress.add_task(NAME, total=total)
             if options.tps:
                 _tps_series(result, target, progress, task)
+            if options.temp_sessions:
+                temp_sessions.run_timed(result, target, progress, task)
             if counting:
                 assert target.cluster is not None
                 admin.close()
                 target.cluster.stop()
                 _count_series(result, target.cluster, progress, task)
+                if temp_counting:
+                    temp_sessions.run_counted(result, target.cluster, progress, task)
 
 
 def _role_conninfo(target: TargetServer, role: str) -> str:
@@ -249,7 +258,7 @@ def _count_series(result: OverheadResult, cluster: Cluster, progress: Progress, 
         progress.update(task, description=f"callgrind round {round_ + 1}: shared_preload_libraries = '{preload}'")
         configs = [(Config.SHARED, ROLE_PLAIN)] if preload else [(Config.NONE, ROLE_PLAIN),
                                                                   (Config.SESSION, ROLE_LOADED)]
-        with _postmaster_under_callgrind(cluster, preload) as dump_dir:
+        with postmaster_under_callgrind(cluster, preload) as dump_dir:
             # The same queries once uncounted: every page they read is in shared buffers for every configuration
             # (a restarted postmaster starts cold), and the relcache init file exists.
             _pgbench_counted(result, cluster, script, ROLE_PLAIN,
@@ -258,50 +267,6 @@ def _count_series(result: OverheadResult, cluster: Cluster, progress: Progress, 
                 point = _count_config(result, cluster, script, dump_dir, profiles_dir, round_, config, role, preload)
                 result.counts.append(point)
         progress.advance(task)
-
-
-@contextmanager
-def _postmaster_under_callgrind(cluster: Cluster, preload: str) -> Iterator[Path]:
-    """The cluster's postmaster under callgrind with shared_preload_libraries = preload; yields the dump dir."""
-    dump_dir = cluster.base_dir / f"callgrind-{time.monotonic_ns()}"
-    dump_dir.mkdir()
-    cluster.os_user.chown(dump_dir)
-    log = cluster.base_dir / "callgrind-postmaster.log"
-    user, group, extra_groups = cluster.os_user.subprocess_identity()
-    command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=PostgresMain",
-               f"--callgrind-out-file={dump_dir}/callgrind.out.%p",
-               str(cluster.install.program("postgres")), "-D", str(cluster.data_dir),
-               "-c", f"shared_preload_libraries={preload}"]
-    with open(log, "w", encoding="utf-8") as log_file:
-        postmaster = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=cluster.base_dir,
-                                      user=user, group=group, extra_groups=extra_groups)
-    try:
-        _wait_ready(cluster, postmaster, log)
-        yield dump_dir
-    finally:
-        subprocess.run([str(cluster.install.program("pg_ctl")), "-D", str(cluster.data_dir), "-m", "fast", "-w",
-                        "-t", str(STOP_TIMEOUT_S), "-s", "stop"], capture_output=True, cwd=cluster.base_dir,
-                       user=user, group=group, extra_groups=extra_groups)
-        try:
-            postmaster.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            postmaster.kill()
-            postmaster.wait()
-
-
-def _wait_ready(cluster: Cluster, postmaster: subprocess.Popen[bytes], log: Path) -> None:
-    pg_isready = str(cluster.install.program("pg_isready"))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if postmaster.poll() is not None:
-            raise LabError(f"the postmaster under callgrind exited ({postmaster.returncode}):\n"
-                           + log.read_text(errors="replace")[-2000:])
-        ready = subprocess.run([pg_isready, "-q", "-h", str(cluster.socket_dir), "-p", str(cluster.port)],
-                               capture_output=True)
-        if ready.returncode == 0:
-            return
-        time.sleep(0.5)
-    raise LabError(f"the postmaster under callgrind was not ready within {START_TIMEOUT_S} s")
 
 
 def _pgbench_counted(result: OverheadResult, cluster: Cluster, script: Path, role: str, queries: int) -> None:

@@ -230,6 +230,8 @@ class TempShapesRun:
     status: str = "running"
     error: str | None = None
     flush_sql: str = "SELECT pg_flush_local_buffers()"  # schema-qualified by session_setup
+    tpch_temp_buffers: str = ""  # temp_buffers of the --tpch-all-temp session
+    notes: list[str] = field(default_factory=list)
 
     @property
     def version_num(self) -> int:

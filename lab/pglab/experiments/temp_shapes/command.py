@@ -7,11 +7,13 @@ from typing import Any
 
 from rich.console import Console
 
+from pglab import tpch_tables
 from pglab.cliargs import (
     add_out_argument,
     add_target_arguments,
     check_out_and_pg_config,
     name_list,
+    positive_float,
     positive_int,
 )
 from pglab.errors import LabError
@@ -22,16 +24,6 @@ from pglab.progress import result_console
 
 NAME = opt.NAME
 EXIT_MISMATCH = 3
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number")
-    return value
 
 
 def add_parser(commands: Any) -> None:
@@ -46,7 +38,8 @@ def add_parser(commands: Any) -> None:
             "with it, a temp table joined to itself, a CTE and a scalar subquery reading one temp table, "
             "a partitioned temp table, an aggregate over out-of-line TOASTed text. Then TPC-H "
             "(tpchgen-cli) with nation, region, supplier and part loaded as temporary tables, against the "
-            "all-permanent schema. Default costs; records the plan the planner chose (EXPLAIN ANALYZE, "
+            "all-permanent schema (--tpch-all-temp: every table temporary, against the same data as UNLOGGED "
+            "tables). Default costs; records the plan the planner chose (EXPLAIN ANALYZE, "
             "FORMAT JSON), and compares the result sets of every configuration (exit status "
             f"{EXIT_MISMATCH} when any differ)."
         ),
@@ -61,6 +54,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--tpch-queries", type=name_list, metavar="qNN,...",
                         help=f"TPC-H queries (default {','.join(opt.DEFAULT_TPCH_QUERIES)})")
     parser.add_argument("--no-tpch", action="store_true", help="skip the TPC-H part")
+    parser.add_argument("--tpch-all-temp", action="store_true",
+                        help="TPC-H with every table temporary (with keys.sql's keys and indexes), against the "
+                             "same data as UNLOGGED tables, in a session of its own; default queries: all 22")
+    parser.add_argument("--tpch-temp-buffers", metavar="SIZE",
+                        help="temp_buffers of the --tpch-all-temp session (default: enough to hold the scale, "
+                             "3GB at SF 1)")
     parser.add_argument("--shapes", type=name_list, metavar="NAME,...",
                         help=f"shapes to run (default all: {','.join(SHAPE_NAMES)})")
     parser.add_argument("--no-shapes", action="store_true", help="TPC-H only")
@@ -79,7 +78,12 @@ def options_from(args: argparse.Namespace) -> TempShapesOptions:
     unknown = [s for s in shapes if s not in SHAPE_NAMES]
     if unknown:
         raise LabError(f"--shapes: unknown {', '.join(unknown)} (known: {', '.join(SHAPE_NAMES)})")
-    queries = () if args.no_tpch else (args.tpch_queries or opt.DEFAULT_TPCH_QUERIES)
+    if args.no_tpch and args.tpch_all_temp:
+        raise LabError("--no-tpch with --tpch-all-temp: choose one")
+    if args.tpch_temp_buffers and not args.tpch_all_temp:
+        raise LabError("--tpch-temp-buffers needs --tpch-all-temp")
+    default_queries = tpch_tables.QUERIES if args.tpch_all_temp else opt.DEFAULT_TPCH_QUERIES
+    queries = () if args.no_tpch else (args.tpch_queries or default_queries)
     bad = [q for q in queries if q not in {f"q{i:02d}" for i in range(1, 23)}]
     if bad:
         raise LabError(f"--tpch-queries: unknown {', '.join(bad)} (q01..q22)")
@@ -97,6 +101,8 @@ def options_from(args: argparse.Namespace) -> TempShapesOptions:
         pg_config=args.pg_config,
         dsn=args.dsn,
         quick=args.quick,
+        tpch_all_temp=args.tpch_all_temp,
+        tpch_temp_buffers=args.tpch_temp_buffers,
     )
 
 

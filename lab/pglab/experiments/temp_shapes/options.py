@@ -48,6 +48,10 @@ class TempShapesOptions:
     tpch_queries: tuple[str, ...]  # empty: no TPC-H part
     shapes: tuple[str, ...]  # shape names to run, in order
     out_dir: Path | None  # None: results/temp-shapes-pg<major>
+    # Every TPC-H table temporary (keys.sql's keys), against the same data as UNLOGGED tables, in a session of
+    # its own with tpch_temp_buffers; False: the dimension tables temporary, against all permanent.
+    tpch_all_temp: bool = False
+    tpch_temp_buffers: str | None = None  # None: pglab.tpch_tables.temp_buffers_for(scale)
     pg_config: Path | None = None
     dsn: str | None = None
     quick: bool = False

@@ -47,17 +47,21 @@ def plot_shapes(summaries: list[ItemSummary], title: str, path: Path) -> None:
 
 
 def plot_tpch(summaries: list[ItemSummary], title: str, path: Path) -> None:
-    """Per TPC-H query: median ms of off, on and all-permanent."""
+    """Per TPC-H query: median ms of off, on and the reference (all permanent, or the UNLOGGED copy)."""
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(summaries) + 2), 4.5))
-    configs = (Config.OFF, Config.ON, Config.PERMANENT)
+    reference = Config(summaries[0].reference) if summaries else Config.PERMANENT
+    configs = (Config.OFF, Config.ON, reference)
+    all_temp = reference is Config.UNLOGGED
     width = 0.8 / len(configs)
     for i, config in enumerate(configs):
         xs = [x + (i - 1) * width for x in range(len(summaries))]
         ax.bar(xs, [s.median_ms.get(str(config), 0.0) for s in summaries], width,
-               label={Config.OFF: "temp dimensions, pg_tempbuf off", Config.ON: "temp dimensions, on",
-                      Config.PERMANENT: "all permanent"}[config])
+               label={Config.OFF: f"temp {'tables' if all_temp else 'dimensions'}, pg_tempbuf off",
+                      Config.ON: f"temp {'tables' if all_temp else 'dimensions'}, on",
+                      Config.PERMANENT: "all permanent", Config.UNLOGGED: "UNLOGGED copy"}[config])
     ax.set_xticks(range(len(summaries)),
-                  [f"{s.item}\non: {_short(s, Config.ON)}\nperm.: {_short(s, Config.PERMANENT)}" for s in summaries],
+                  [f"{s.item}\non: {_short(s, Config.ON)}\n{'unl.' if all_temp else 'perm.'}: {_short(s, reference)}"
+                   for s in summaries],
                   fontsize="x-small")
     ax.set_ylabel("median ms")
     ax.set_yscale("log")

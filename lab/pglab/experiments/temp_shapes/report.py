@@ -43,7 +43,8 @@ def summaries(run: TempShapesRun) -> tuple[list[an.ItemSummary], list[an.ItemSum
     accept = {s.name: s.acceptance_vs_unlogged for s in SHAPES}
     shapes = [an.summarize(m, str(Config.UNLOGGED), accept.get(m.item, False))
               for m in run.measured if m.part == an.SHAPES_PART]
-    tpch = [an.summarize(m, str(Config.PERMANENT), False) for m in run.measured if m.part == an.TPCH_PART]
+    tpch = [an.summarize(m, str(Config.UNLOGGED) if str(Config.UNLOGGED) in m.sql else str(Config.PERMANENT), False)
+            for m in run.measured if m.part == an.TPCH_PART]
     return shapes, tpch
 
 
@@ -78,7 +79,7 @@ def write_raw(run: TempShapesRun) -> None:
         "status": run.status, "error": run.error, "command": run.command,
         "started": run.started, "finished": run.finished, "wall_s": run.wall_s,
         "options": asdict(run.options), "server": run.server, "machine": run.machine,
-        "table_bytes": run.table_sizes,
+        "table_bytes": run.table_sizes, "tpch_temp_buffers": run.tpch_temp_buffers or None, "notes": run.notes,
         "items": [_summary_json(s) for s in shape_summaries + tpch_summaries],
         "queries": [{"part": m.part, "item": m.item, "sql": m.sql} for m in run.measured],
         "results": [asdict(r) for m in run.measured for r in m.results.values()],
@@ -124,16 +125,31 @@ def shapes_table(run: TempShapesRun, items: list[an.ItemSummary]) -> rs.Table:
                  "median(on); on vs UNLOGGED = median(UNLOGGED) / median(on), 1 = as fast as the copy"))
 
 
+def tpch_description(run: TempShapesRun) -> str:
+    if run.options.tpch_all_temp:
+        return (f"TPC-H SF {run.options.scale:g} with every table temporary (keys.sql's keys and indexes, "
+                f"temp_buffers = {run.tpch_temp_buffers}; off, on) vs the same data as UNLOGGED tables")
+    return (f"TPC-H SF {run.options.scale:g} with nation, region, supplier and part as temporary tables "
+            "(off, on) vs all permanent")
+
+
 def tpch_table(run: TempShapesRun, items: list[an.ItemSummary]) -> rs.Table:
+    ref = str(Config.UNLOGGED) if run.options.tpch_all_temp else str(Config.PERMANENT)
+    label = "UNLOGGED" if run.options.tpch_all_temp else "permanent"
     rows: list[list[rs.Cell]] = [
-        [s.item, _plan(s, "off"), _plan(s, "on"), _plan(s, "permanent"), s.median_ms.get("off"),
-         s.median_ms.get("on"), s.median_ms.get("permanent"), _x(s.speedup_on), _x(s.ratio_to_reference),
+        [s.item, _plan(s, "off"), _plan(s, "on"), _plan(s, ref), s.median_ms.get("off"),
+         s.median_ms.get("on"), s.median_ms.get(ref), _x(s.speedup_on), _x(s.ratio_to_reference),
          "yes" if s.results_equal else "NO"] for s in items]
+    if items:
+        totals = {c: sum(s.median_ms.get(c, math.nan) for s in items) for c in ("off", "on", ref)}
+        rows.append(["sum", None, None, None, round(totals["off"], 3), round(totals["on"], 3),
+                     round(totals[ref], 3), _x(totals["off"] / totals["on"]), _x(totals[ref] / totals["on"]),
+                     "yes" if all(s.results_equal for s in items) else "NO"])
     return rs.Table(
-        ["query", "plan off", "plan on", "plan all permanent", "off ms", "on ms", "permanent ms", "on vs off (x)",
-         "on vs permanent (x)", "same rows"], rows,
-        caption=(f"TPC-H SF {run.options.scale:g} with nation, region, supplier and part as temporary tables "
-                 f"(off, on) vs all permanent; median of {run.options.repetitions} interleaved runs"))
+        ["query", "plan off", "plan on", f"plan {'UNLOGGED' if ref == 'unlogged' else 'all permanent'}", "off ms",
+         "on ms", f"{label} ms", "on vs off (x)", f"on vs {label} (x)", "same rows"], rows,
+        caption=(f"{tpch_description(run)}; median of {run.options.repetitions} interleaved runs; on vs off = "
+                 f"median(off) / median(on), on vs {label} = median({label}) / median(on); sum: of the medians"))
 
 
 def plans_table(items: list[an.ItemSummary]) -> rs.Table:
@@ -153,8 +169,8 @@ def report(run: TempShapesRun, console: Console) -> int:
                     out / SHAPES_PLOT)
         plots.append(SHAPES_PLOT)
     if tpch_items:
-        plot_tpch(tpch_items, f"TPC-H SF {run.options.scale:g}, temp dimension tables, {server_label(run)}",
-                  out / TPCH_PLOT)
+        what = "every table temporary" if run.options.tpch_all_temp else "temp dimension tables"
+        plot_tpch(tpch_items, f"TPC-H SF {run.options.scale:g}, {what}, {server_label(run)}", out / TPCH_PLOT)
         plots.append(TPCH_PLOT)
     ours = shapes_table(run, shape_items) if shape_items else tpch_table(run, tpch_items)
     tables = ([tpch_table(run, tpch_items)] if shape_items and tpch_items else []) + \
@@ -173,6 +189,11 @@ def report(run: TempShapesRun, console: Console) -> int:
                      "run-to-run noise.")
     if run.options.quick:
         notes.append("--quick: tiny tables, below min_parallel_table_scan_size; plans are mostly serial.")
+    if run.options.tpch_all_temp and tpch_items:
+        notes.append(f"{tpch_description(run)}: a session of its own (temp_buffers is fixed at a session's first "
+                     "temporary table); the configurations differ in search_path (pg_temp first, or the UNLOGGED "
+                     "schema first) and pg_tempbuf.parallel_scan; the pool flushed (clean) before each timed run.")
+    notes += run.notes
 
     lines = summary_opening(TITLE, run, ISSUE_TABLE, ours)
     for table in tables:

@@ -12,6 +12,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
+from pglab import tpch_tables
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
 from pglab.experiments.buffered_plan.tpch import generate, tpch_dir
@@ -40,6 +41,14 @@ Conn = psycopg.Connection[Any]
 
 
 def session_setup(conn: Conn, run: TempShapesRun) -> None:
+    session_settings(conn, run)
+    conn.execute(f"DROP SCHEMA IF EXISTS {wl.SCHEMA} CASCADE")
+    conn.execute(f"CREATE SCHEMA {wl.SCHEMA}")
+    # New permanent tables go there (pg_temp, searched first, only when named first explicitly).
+    conn.execute(f"SET search_path = {wl.SCHEMA}")
+
+
+def session_settings(conn: Conn, run: TempShapesRun) -> None:
     options = run.options
     conn.execute("SET client_min_messages = warning")
     conn.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
@@ -50,10 +59,6 @@ def session_setup(conn: Conn, run: TempShapesRun) -> None:
     run.flush_sql = f"SELECT {row[0]}.pg_flush_local_buffers()"
     conn.execute("SET jit = off")
     conn.execute(f"SET max_parallel_workers_per_gather = {options.workers}")
-    conn.execute(f"DROP SCHEMA IF EXISTS {wl.SCHEMA} CASCADE")
-    conn.execute(f"CREATE SCHEMA {wl.SCHEMA}")
-    # New permanent tables go there (pg_temp, searched first, only when named first explicitly).
-    conn.execute(f"SET search_path = {wl.SCHEMA}")
 
 
 def fetch(conn: Conn, sql: str) -> list[tuple[Any, ...]]:
@@ -133,25 +138,35 @@ def run_shapes(conn: Conn, run: TempShapesRun, shapes: tuple[wl.Shape, ...], pro
 
 def load_tpch(conn: Conn, run: TempShapesRun, csv_dir: Path) -> None:
     """tpchgen-cli CSVs into permanent tables of the run's schema (the buffered-plan experiment's
-    schema and keys), then temporary copies of the dimension tables."""
-    tpch = tpch_dir()
+    schema and keys, pglab.tpch_tables), then temporary copies of the dimension tables."""
+    permanent = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.PERMANENT, wl.SCHEMA)
     conn.execute(f"SET search_path = {wl.SCHEMA}")
-    conn.execute((tpch / "schema.sql").read_text())
-    for table in wl.TPCH_TABLES:
-        with conn.cursor().copy(f"COPY {table} FROM STDIN (FORMAT csv, HEADER true)") as copy:
-            with open(csv_dir / f"{table}.csv", "rb") as f:
-                while chunk := f.read(1 << 20):
-                    copy.write(chunk)
-    conn.execute((tpch / "keys.sql").read_text())
-    for table in wl.TPCH_TABLES:
-        conn.execute(f"VACUUM (FREEZE, ANALYZE) {table}")
     for sql in wl.tpch_temp_setup():
         conn.execute(sql)
     conn.execute(run.flush_sql)
+    run.table_sizes.update(relation_bytes(conn, permanent + [f"pg_temp.{t}" for t in wl.TPCH_TEMP_TABLES]))
+
+
+def load_tpch_all_temp(conn: Conn, run: TempShapesRun, csv_dir: Path) -> None:
+    """Every table twice from the same CSVs: UNLOGGED in the run's schema and temporary, each with keys.sql's
+    keys and indexes, frozen and analyzed; then the pool flushed (clean pages, as before every timed run)."""
+    unlogged = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.UNLOGGED, wl.SCHEMA)
+    temp = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.TEMP)
+    conn.execute(run.flush_sql)
+    sizes = relation_bytes(conn, unlogged + temp)
+    run.table_sizes.update(sizes)
+    temp_bytes = sum(sizes[t] for t in temp)
+    row = conn.execute("SELECT current_setting('temp_buffers')::text, "
+                       "pg_size_bytes(current_setting('temp_buffers'))").fetchone()
+    assert row is not None
+    if temp_bytes > int(row[1]):
+        run.notes.append(f"the temporary TPC-H tables ({temp_bytes / 2**20:,.0f} MiB with indexes) do not fit "
+                         f"temp_buffers = {row[0]}: pages are evicted and read back (--tpch-temp-buffers)")
 
 
 def run_tpch(conn: Conn, run: TempShapesRun, progress: Progress, task: TaskID) -> None:
     queries_dir = tpch_dir() / "queries"
+    configs = wl.TPCH_ALL_TEMP_CONFIGS if run.options.tpch_all_temp else wl.TPCH_CONFIGS
 
     def prepare(config: wl.Config) -> None:
         conn.execute(wl.search_path(config))
@@ -162,7 +177,7 @@ def run_tpch(conn: Conn, run: TempShapesRun, progress: Progress, task: TaskID) -
         path = queries_dir / f"{name}.sql"
         sql = path.read_text().strip().rstrip(";")
         title = sql.splitlines()[0].lstrip("- ").strip() if sql.startswith("--") else name
-        measured = an.Measured(an.TPCH_PART, name, title, {str(c): sql for c in wl.TPCH_CONFIGS})
+        measured = an.Measured(an.TPCH_PART, name, title, {str(c): sql for c in configs})
         measure(conn, run, measured, prepare, progress, task)
         run.measured.append(measured)
 
@@ -182,6 +197,9 @@ def run_temp_shapes(options: TempShapesOptions, console: Console) -> TempShapesR
                                              "shared_preload_libraries"))
             run.server["target"] = target.description
             run.server["temp_buffers"] = options.temp_buffers
+            if options.tpch_all_temp and options.tpch_queries:
+                run.tpch_temp_buffers = options.tpch_temp_buffers or tpch_tables.temp_buffers_for(options.scale)
+                run.server["tpch_temp_buffers"] = run.tpch_temp_buffers
             out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
             run.out_dir = prepare_out_dir(out, options.out_dir is None)
 
@@ -202,8 +220,16 @@ def run_temp_shapes(options: TempShapesOptions, console: Console) -> TempShapesR
                                                       total=len(options.tpch_queries) * per_item)
                         csv_dir = generate(options.scale, run.out_dir)
                         progress.update(tpch_task, description=f"TPC-H: loading SF {options.scale:g}")
-                        load_tpch(conn, run, csv_dir)
-                        run_tpch(conn, run, progress, tpch_task)
+                        if options.tpch_all_temp:
+                            # A session of its own: temp_buffers holding every table, set before its first
+                            # temporary table.
+                            with target.connect(options=f"-c temp_buffers={run.tpch_temp_buffers}") as tpch_conn:
+                                session_settings(tpch_conn, run)
+                                load_tpch_all_temp(tpch_conn, run, csv_dir)
+                                run_tpch(tpch_conn, run, progress, tpch_task)
+                        else:
+                            load_tpch(conn, run, csv_dir)
+                            run_tpch(conn, run, progress, tpch_task)
                 finally:
                     try:
                         conn.execute(f"DROP SCHEMA IF EXISTS {wl.SCHEMA} CASCADE")

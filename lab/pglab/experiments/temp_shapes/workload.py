@@ -27,6 +27,7 @@ class Config(StrEnum):
 
 SHAPE_CONFIGS = (Config.OFF, Config.ON, Config.UNLOGGED)
 TPCH_CONFIGS = (Config.OFF, Config.ON, Config.PERMANENT)
+TPCH_ALL_TEMP_CONFIGS = (Config.OFF, Config.ON, Config.UNLOGGED)  # --tpch-all-temp
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,6 @@ def table_names(name: str, config: Config, sizes: Sizes) -> list[str]:
 
 # -- TPC-H -----------------------------------------------------------------------------------
 
-TPCH_TABLES = ("region", "nation", "part", "supplier", "partsupp", "customer", "orders", "lineitem")
 # Loaded as temporary tables too (same names: pg_temp comes first in the search path).
 TPCH_TEMP_TABLES = ("region", "nation", "supplier", "part")
 
@@ -144,8 +144,8 @@ def tpch_temp_setup() -> list[str]:
 
 
 def search_path(config: Config) -> str:
-    """Temp tables first (the default, pg_temp implicitly first) or after the permanent schema."""
-    if config is Config.PERMANENT:
+    """Temp tables first (the default, pg_temp implicitly first) or after the permanent (or UNLOGGED) schema."""
+    if config in (Config.PERMANENT, Config.UNLOGGED):
         return f"SET search_path = {SCHEMA}, pg_temp"
     return f"SET search_path = pg_temp, {SCHEMA}"
 
