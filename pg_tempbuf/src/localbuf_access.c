@@ -129,10 +129,30 @@ census_is_current(void)
 		census.nbuffers == NLocBuffer;
 }
 
+/*
+ * How many local buffers may hold a page: core hands them out in order
+ * from the first (the clock sweep of localbuf.c starts there, and finds
+ * every buffer it has not reached yet unused), and each one it hands out
+ * is a page read, extended (counted as written) or zeroed and then dirtied.
+ * So a session that has touched less than its temp_buffers walks only
+ * what it touched.  Workers' counts, which are added to the leader's, only
+ * make the bound looser.
+ */
+static int
+buffers_maybe_used(void)
+{
+	int64		touched = pgBufferUsage.local_blks_read +
+		pgBufferUsage.local_blks_written +
+		pgBufferUsage.local_blks_dirtied;
+
+	return (int) Min((int64) NLocBuffer, touched);
+}
+
 static void
 take_census(void)
 {
 	HASHCTL		ctl;
+	int			nbuffers = buffers_maybe_used();
 
 	if (census.files)
 		hash_destroy(census.files);
@@ -142,7 +162,7 @@ take_census(void)
 	census.files = hash_create("pg_tempbuf pool census", 64, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	census.pool.allocated = census.pool.dirty = 0;
-	for (int i = 0; i < NLocBuffer; i++)
+	for (int i = 0; i < nbuffers; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
 		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
