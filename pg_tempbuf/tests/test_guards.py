@@ -98,18 +98,13 @@ needs_copies = pytest.mark.skipif(leader_copies_unavailable() is not None,
 
 
 @needs_copies
+@pytest.mark.parametrize("hazard", ["prune_during_copy", "refill_during_copy"])
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
-def test_prune_during_copy(preloaded_cluster: Cluster, protected: bool) -> None:
+def test_change_during_copy(preloaded_cluster: Cluster, hazard: str, protected: bool) -> None:
+    """The leader prunes the page a worker is copying, or its buffer is evicted and refilled
+    with the same block."""
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
-        rows, met = run_hazard(conn, "prune_during_copy", protected, COUNT, {})
-    check(rows, EXACT_COUNT, met, protected, must_meet=True)
-
-
-@needs_copies
-@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
-def test_refill_during_copy(preloaded_cluster: Cluster, protected: bool) -> None:
-    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
-        rows, met = run_hazard(conn, "refill_during_copy", protected, COUNT, {})
+        rows, met = run_hazard(conn, hazard, protected, COUNT, {})
     check(rows, EXACT_COUNT, met, protected, must_meet=True)
 
 
