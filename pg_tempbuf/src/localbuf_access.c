@@ -153,6 +153,7 @@ take_census(void)
 {
 	HASHCTL		ctl;
 	int			nbuffers = buffers_maybe_used();
+	CensusEntry *entry = NULL;
 
 	if (census.files)
 		hash_destroy(census.files);
@@ -168,7 +169,6 @@ take_census(void)
 		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
 		bool		dirty = (buf_state & BM_DIRTY) != 0;
 		TbRelFileId file;
-		CensusEntry *entry;
 		bool		found;
 
 		if (!(buf_state & BM_VALID))
@@ -177,10 +177,14 @@ take_census(void)
 		census.pool.dirty += dirty;
 		if (TbTagForkNum(&bufHdr->tag) != MAIN_FORKNUM)
 			continue;
-		file = TbTagFileId(&bufHdr->tag);
-		entry = hash_search(census.files, &file, HASH_ENTER, &found);
-		if (!found)
-			entry->main_fork.allocated = entry->main_fork.dirty = 0;
+		/* Buffers handed out in order: runs of them hold one file's pages. */
+		if (entry == NULL || !TbTagMatchesFileId(&bufHdr->tag, entry->file))
+		{
+			file = TbTagFileId(&bufHdr->tag);
+			entry = hash_search(census.files, &file, HASH_ENTER, &found);
+			if (!found)
+				entry->main_fork.allocated = entry->main_fork.dirty = 0;
+		}
 		entry->main_fork.allocated++;
 		entry->main_fork.dirty += dirty;
 	}
