@@ -163,7 +163,10 @@ def test_tiny_temp_sessions_run(pg_config_path: str, tmp_path: Path) -> None:
         # Only a cold planning with pg_tempbuf on walks the pool, once per planning.
         assert [k for k, c in by_key.items() if c["census_calls"] != "0"] == [("8MB", COLD, ON), ("1GB", COLD, ON)]
         assert all(by_key[(tb, COLD, ON)]["census_calls"] == "2" for tb in ("8MB", "1GB"))
-        assert float(by_key[("1GB", COLD, ON)]["planning_ir"]) > float(by_key[("8MB", COLD, ON)]["planning_ir"])
+        # The census walks the buffers the session touched, not temp_buffers: the same table
+        # costs a cold planning about the same in a 1GB pool as in an 8MB one (not 128 times).
+        cold = {tb: float(by_key[(tb, COLD, ON)]["planning_ir"]) for tb in ("8MB", "1GB")}
+        assert cold["1GB"] < 1.5 * cold["8MB"], cold
         assert len(list((out / "callgrind").glob("point-*.out"))) == 8
     section = load_section(out / "section.json")
     assert "planning.png" in section.plots and "tpch_planning.csv" in section.raw_data
