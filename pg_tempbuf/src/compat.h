@@ -196,6 +196,12 @@ TbPinLocalBuffer(BufferDesc *desc)
  * 18, a huge startup cost before.
  */
 #if PG_VERSION_NUM >= 180000
+#define TbCopyDisabledNodes(dst, src) ((dst)->disabled_nodes = (src)->disabled_nodes)
+#else
+#define TbCopyDisabledNodes(dst, src) ((void) 0)
+#endif
+
+#if PG_VERSION_NUM >= 180000
 #define TbDisablePath(path)			((path)->disabled_nodes = 1)
 #else
 #define TbDisablePath(path)			((path)->startup_cost += disable_cost, \

@@ -56,6 +56,34 @@ tb_parallel_divisor(int parallel_workers)
 }
 
 /*
+ * How many times a scan of rel parameterized by outer_relids is expected
+ * to run: the smallest row estimate among those outer relations, 1 for an
+ * unparameterized scan.  Derived from get_loop_count() in
+ * src/backend/optimizer/path/indxpath.c (PostgreSQL 18), which is static
+ * there; same rule.
+ */
+double
+tb_loop_count(PlannerInfo *root, Index cur_relid, Relids outer_relids)
+{
+	double		result = 0.0;
+	int			outer_relid = -1;
+
+	while ((outer_relid = bms_next_member(outer_relids, outer_relid)) >= 0)
+	{
+		RelOptInfo *outer_rel;
+
+		if (outer_relid == cur_relid || outer_relid >= root->simple_rel_array_size)
+			continue;
+		outer_rel = root->simple_rel_array[outer_relid];
+		if (outer_rel == NULL || IS_DUMMY_REL(outer_rel) || outer_rel->rows <= 0)
+			continue;
+		if (result == 0.0 || outer_rel->rows < result)
+			result = outer_rel->rows;
+	}
+	return result > 1.0 ? result : 1.0;
+}
+
+/*
  * Is a tuple deleted (or updated away) by a transaction whose effects the
  * snapshot sees?  xmax is not a lock-only marker here.
  */

@@ -146,6 +146,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("pg_tempbuf");
 
 	tb_register_temp_scan();
+	tb_register_temp_index_scan();
 	tb_install_executor_hooks();
 	tb_install_planner_hooks();
 }

@@ -12,6 +12,9 @@
 #define PG_TEMPBUF_H
 
 #include "access/htup.h"
+#include "access/skey.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
 #include "utils/snapshot.h"
 
@@ -231,6 +234,48 @@ extern void tb_install_executor_hooks(void);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
 
+/*
+ * Leader: scans that write their tables' dirty pages when the executor
+ * runs the plan, before Gather launches workers (temp_scan.c's hook).
+ */
+extern int	tb_scans_awaiting_run;
+
+/* page_source.c: private page copies found by block number */
+typedef struct TbPageSource TbPageSource;
+typedef struct TbPageSourceCounters
+{
+	uint64		read;			/* copies made */
+	uint64		hits;			/* pages found among the copies */
+	uint64		rereads;		/* file reads done again (page_reader.c) */
+} TbPageSourceCounters;
+
+extern TbPageSource *tb_page_source_create(MemoryContext cxt);
+extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
+extern const TbPageSourceCounters *tb_page_source_counts(TbPageSource *src);
+
+/* btree_reader.c: range scans of a btree through private pages */
+typedef struct TbBtreeScan TbBtreeScan;
+extern TbBtreeScan *tb_btree_scan_begin(Relation index, TbPageSource *pages,
+										MemoryContext cxt);
+extern void tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys);
+extern bool tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid);
+extern uint64 tb_btree_scan_entries(TbBtreeScan *scan);
+
+/*
+ * temp_index_scan.c: the Temp Index Scan executor node, "Custom Scan (Temp
+ * Index Scan)" in EXPLAIN
+ */
+#define TB_TEMP_INDEX_SCAN_NAME "Temp Index Scan"
+
+extern void tb_register_temp_index_scan(void);
+extern bool tb_is_temp_index_scan(Plan *plan);
+extern bool tb_is_temp_index_scan_state(PlanState *planstate);
+extern Plan *tb_temp_index_scan_stock_plan(CustomScan *cscan);
+extern Plan *tb_make_temp_index_scan_plan(IndexScan *stock, List *tlist,
+										  int est_dirty_pages,
+										  double est_flush_cost);
+extern void tb_temp_index_scan_flush(PlanState *planstate);
+
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);
 
@@ -240,6 +285,7 @@ extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);
+extern double tb_loop_count(PlannerInfo *root, Index cur_relid, Relids outer_relids);
 
 /*
  * The last inserting transaction a scan looked up, and whether the scan's

@@ -18,7 +18,8 @@
  *	  would otherwise have to run in the leader alone, under a Gather
  *	  costed with workers);
  *	- in a plan that ended up without parallelism, a full scan of ours
- *	  becomes a stock Seq Scan again: nothing needs the flush.
+ *	  becomes a stock Seq Scan again, and a Temp Index Scan the Index Scan
+ *	  it carries: nothing needs the flush.
  *
  * And one saving that core makes for its own scans: a scan of ours that
  * an aggregate reads no column of (count(*)) hands up the table's tuples
@@ -43,6 +44,7 @@ typedef struct ScanRef
 	Plan	  **link;
 	Plan	   *parent;			/* the node reading it; NULL at the top */
 	Oid			relid;
+	bool		under_gather;	/* runs in workers too */
 } ScanRef;
 
 typedef struct PlanScans
@@ -50,6 +52,7 @@ typedef struct PlanScans
 	List	   *rtable;
 	List	   *scans;			/* ScanRef *, every scan of a plain relation */
 	List	   *gathers;		/* Gather and Gather Merge nodes */
+	int			gather_depth;	/* of the node being visited */
 } PlanScans;
 
 static void collect_scans(Plan **link, Plan *parent, PlanScans *found);
@@ -102,12 +105,16 @@ collect_scans(Plan **link, Plan *parent, PlanScans *found)
 			ref->link = link;
 			ref->parent = parent;
 			ref->relid = rte->relid;
+			ref->under_gather = found->gather_depth > 0;
 			found->scans = lappend(found->scans, ref);
 		}
 	}
 
 	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+	{
 		found->gathers = lappend(found->gathers, plan);
+		found->gather_depth++;
+	}
 
 	collect_scans(&plan->lefttree, plan, found);
 	collect_scans(&plan->righttree, plan, found);
@@ -129,11 +136,36 @@ collect_scans(Plan **link, Plan *parent, PlanScans *found)
 			collect_scans(&((SubqueryScan *) plan)->subplan, plan, found);
 			break;
 		case T_CustomScan:
-			collect_list(((CustomScan *) plan)->custom_plans, plan, found);
+			/* A Temp Index Scan's child is a plan it keeps, never runs. */
+			if (!tb_is_temp_index_scan(plan))
+				collect_list(((CustomScan *) plan)->custom_plans, plan, found);
 			break;
 		default:
 			break;
 	}
+	if (IsA(plan, Gather) || IsA(plan, GatherMerge))
+		found->gather_depth--;
+}
+
+/* Does the plan read a table privately, through a scan of ours? */
+static bool
+is_private_read(Plan *plan)
+{
+	return tb_is_temp_scan(plan) || tb_is_temp_index_scan(plan);
+}
+
+/*
+ * A Temp Index Scan in a plan without parallelism becomes the Index Scan
+ * it carries, with the target list the plan gave it.
+ */
+static Plan *
+index_scan_from_temp_index_scan(CustomScan *cscan)
+{
+	Plan	   *stock = tb_temp_index_scan_stock_plan(cscan);
+
+	stock->targetlist = cscan->scan.plan.targetlist;
+	stock->parallel_safe = false;
+	return stock;
 }
 
 /*
@@ -292,19 +324,40 @@ Oid
 tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 					 bool runs_opaque_code)
 {
-	PlanScans	found = {stmt->rtable, NIL, NIL};
+	PlanScans	found = {stmt->rtable, NIL, NIL, 0};
 	List	   *our_relids = NIL;
+	List	   *parallel_relids = NIL;
 	ListCell   *lc;
 
 	collect_scans(&stmt->planTree, NULL, &found);
 	foreach(lc, stmt->subplans)
 		collect_scans((Plan **) &lfirst(lc), NULL, &found);
 
+	/*
+	 * A Temp Index Scan that only the leader runs, of a table no worker
+	 * reads, is better off as core's Index Scan: no flush, no copies.
+	 */
 	foreach(lc, found.scans)
 	{
 		ScanRef    *ref = lfirst(lc);
 
-		if (tb_is_temp_scan(*ref->link))
+		if (ref->under_gather && is_private_read(*ref->link))
+			parallel_relids = list_append_unique_oid(parallel_relids, ref->relid);
+	}
+	foreach(lc, found.scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+
+		if (!ref->under_gather && tb_is_temp_index_scan(*ref->link) &&
+			!list_member_oid(parallel_relids, ref->relid))
+			*ref->link = index_scan_from_temp_index_scan((CustomScan *) *ref->link);
+	}
+
+	foreach(lc, found.scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+
+		if (is_private_read(*ref->link))
 			our_relids = list_append_unique_oid(our_relids, ref->relid);
 	}
 	if (our_relids == NIL)
@@ -319,6 +372,8 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 			if (tb_is_temp_scan(*ref->link) &&
 				!tb_temp_scan_is_partial((CustomScan *) *ref->link))
 				*ref->link = seq_scan_from_full_scan((CustomScan *) *ref->link);
+			else if (tb_is_temp_index_scan(*ref->link))
+				*ref->link = index_scan_from_temp_index_scan((CustomScan *) *ref->link);
 		}
 		return InvalidOid;
 	}
@@ -329,7 +384,7 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 		Plan	   *plan = *ref->link;
 		bool		toast_sensitive;
 
-		if (tb_is_temp_scan(plan) || !list_member_oid(our_relids, ref->relid))
+		if (is_private_read(plan) || !list_member_oid(our_relids, ref->relid))
 			continue;
 
 		if (IsA(plan, SeqScan) &&

@@ -32,9 +32,11 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
 #include "access/transam.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
@@ -69,9 +71,17 @@ typedef struct PlanningState
 	 * those would answer differently than in a serial plan.
 	 */
 	bool		inspects_storage;
+
+	/*
+	 * Does it run code that may read tables in the leader while workers
+	 * read?  Then no Temp Index Scan: its workers cannot be kept away from
+	 * the heap pages that code could prune (page_guard.c keeps a partial
+	 * Temp Seq Scan's workers away from them instead).
+	 */
+	bool		runs_opaque_code;
 } PlanningState;
 
-static PlanningState planning = {NIL, 0, false};
+static PlanningState planning = {NIL, 0, false, false};
 
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
@@ -80,6 +90,15 @@ static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 static const CustomPathMethods temp_scan_path_methods = {
 	.CustomName = TB_TEMP_SCAN_NAME,
 	.PlanCustomPath = plan_temp_scan_path,
+};
+
+static Plan *plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel,
+								  CustomPath *best_path, List *tlist,
+								  List *clauses, List *custom_plans);
+
+static const CustomPathMethods temp_index_path_methods = {
+	.CustomName = TB_TEMP_INDEX_SCAN_NAME,
+	.PlanCustomPath = plan_temp_index_path,
 };
 
 /* What tb_planner needs to know of a query before planning it. */
@@ -271,6 +290,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	planning.excluded_relids = NIL;
 	planning.paths_offered = 0;
 	planning.inspects_storage = facts.inspects_storage;
+	planning.runs_opaque_code = facts.runs_opaque_code;
 	PG_TRY();
 	{
 		for (;;)
@@ -497,6 +517,110 @@ drop_stock_seq_scans(RelOptInfo *rel)
 	}
 }
 
+/*
+ * A Temp Index Scan path: core's index path, parallel safe, priced with
+ * the flush of the table and the index.  The stock path stays the child
+ * of ours (it is planned into the Index Scan our node carries).
+ */
+typedef struct TempIndexPath
+{
+	CustomPath	cpath;
+	int			est_dirty_pages;
+	double		est_flush_cost;
+} TempIndexPath;
+
+/*
+ * Dirty local pages of the index, which the leader writes with the table's
+ * before workers read them.
+ */
+static int
+index_dirty_pages(IndexOptInfo *index)
+{
+	Relation	indexrel = index_open(index->indexoid, NoLock);
+	TbRelFileId file = TbRelationFileId(indexrel);
+	TbLocalBufferCounts counts;
+
+	tb_pool_census_watch(index->indexoid);
+	tb_pool_census(&file, &counts, NULL);
+	index_close(indexrel, NoLock);
+	return counts.dirty;
+}
+
+/*
+ * Offer a Temp Index Scan for each btree index path core made for rel,
+ * forward or unordered (a backward scan is not written yet), with no ORDER
+ * BY operator.  An Index Only Scan path comes back as an index scan: see
+ * temp_index_scan.c.  price holds the table's (and its toast relation's)
+ * dirty pages; a parameterized path is rescanned once per outer row, but
+ * the flush happens once per execution, so each scan bears its share.
+ */
+static void
+add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
+{
+	List	   *stock = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (IsA(path, IndexPath) && !path->parallel_safe)
+			stock = lappend(stock, path);
+	}
+	foreach(lc, stock)
+	{
+		IndexPath  *ipath = lfirst(lc);
+		IndexOptInfo *index = ipath->indexinfo;
+		Relids		outer = PATH_REQ_OUTER(&ipath->path);
+		double		loop_count = tb_loop_count(root, rel->relid, outer);
+		TempIndexPath *tpath;
+		CustomPath *cpath;
+		TbScanPrice index_price = *price;
+		Cost		flush;
+
+		if (index->relam != BTREE_AM_OID ||
+			ipath->indexorderbys != NIL ||
+			ipath->indexscandir == BackwardScanDirection)
+			continue;
+		if (ipath->path.param_info &&
+			!is_parallel_safe(root, (Node *) ipath->path.param_info->ppi_clauses))
+			continue;
+		if (ipath->path.pathtype == T_IndexOnlyScan)
+			ipath = create_index_path(root, index, ipath->indexclauses, NIL, NIL,
+									  ipath->path.pathkeys, ipath->indexscandir,
+									  false, outer, loop_count, false);
+
+		index_price.dirty_pages += index_dirty_pages(index);
+		flush = tb_priced_flush(&index_price);
+
+		tpath = palloc0(sizeof(TempIndexPath));
+		cpath = &tpath->cpath;
+		NodeSetTag(cpath, T_CustomPath);
+		tpath->est_dirty_pages = index_price.dirty_pages;
+		tpath->est_flush_cost = flush;
+		cpath->path.pathtype = T_CustomScan;
+		cpath->path.parent = rel;
+		cpath->path.pathtarget = ipath->path.pathtarget;
+		cpath->path.param_info = ipath->path.param_info;
+		cpath->path.parallel_aware = false;
+		cpath->path.parallel_safe = true;
+		cpath->path.parallel_workers = 0;
+		cpath->path.rows = ipath->path.rows;
+		cpath->path.pathkeys = ipath->path.pathkeys;
+		TbCopyDisabledNodes(&cpath->path, &ipath->path);
+		cpath->path.startup_cost = ipath->path.startup_cost + flush / loop_count;
+		cpath->path.total_cost = ipath->path.total_cost + flush / loop_count;
+		cpath->custom_paths = list_make1(ipath);
+		cpath->methods = &temp_index_path_methods;
+		add_path(rel, &cpath->path);
+
+		/* As drop_stock_seq_scans(), for the same reason. */
+		if (root->parent_root != NULL)
+			rel->pathlist = list_delete_ptr(rel->pathlist, lfirst(lc));
+	}
+	list_free(stock);
+}
+
 static void
 tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
@@ -583,6 +707,9 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	 */
 	if (root->parent_root != NULL)
 		drop_stock_seq_scans(rel);
+
+	if (!planning.runs_opaque_code)
+		add_temp_index_paths(root, rel, &price);
 }
 
 static Plan *
@@ -598,6 +725,26 @@ plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 													   tpath->toast_sensitive,
 													   tpath->est_dirty_pages,
 													   tpath->est_flush_cost));
+}
+
+/*
+ * Core plans the stock index path into the Index Scan (custom_plans) that
+ * our node carries; a gating Result, should core put one above it, is ours
+ * to have instead.
+ */
+static Plan *
+plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					 List *tlist, List *clauses, List *custom_plans)
+{
+	TempIndexPath *tpath = (TempIndexPath *) best_path;
+	Plan	   *stock = linitial(custom_plans);
+
+	if (IsA(stock, Result) && stock->lefttree)
+		stock = stock->lefttree;
+	stock->parallel_safe = true;
+	return tb_make_temp_index_scan_plan(castNode(IndexScan, stock), tlist,
+										tpath->est_dirty_pages,
+										tpath->est_flush_cost);
 }
 
 void

@@ -543,7 +543,7 @@ static void flush_table(TempScanState *ts);
 static TempScanCounters *my_counters(TempScanState *ts);
 
 /* Full scans begun in this backend whose flush waits for ExecutorRun. */
-static int	full_scans_awaiting_run = 0;
+int			tb_scans_awaiting_run = 0;
 static void plan_deform(TempScanState *ts);
 
 static void
@@ -575,7 +575,7 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 		else
 		{
 			ts->awaits_run = true;
-			full_scans_awaiting_run++;
+			tb_scans_awaiting_run++;
 		}
 	}
 }
@@ -1707,7 +1707,7 @@ temp_scan_end(CustomScanState *node)
 	ts->ptracer_hold = 0;
 	if (ts->awaits_run)
 	{
-		full_scans_awaiting_run--;
+		tb_scans_awaiting_run--;
 		ts->awaits_run = false;
 	}
 	if (ts->toast)
@@ -2048,6 +2048,8 @@ flush_full_scans(PlanState *planstate, void *context)
 		if (ts->awaits_run)
 			flush_table(ts);
 	}
+	else if (tb_is_temp_index_scan_state(planstate))
+		tb_temp_index_scan_flush(planstate);
 	return planstate_tree_walker(planstate, flush_full_scans, context);
 }
 
@@ -2056,7 +2058,7 @@ static ExecutorRun_hook_type prev_executor_run = NULL;
 static void
 temp_scan_executor_run(TB_EXECUTOR_RUN_PARAMS)
 {
-	if (full_scans_awaiting_run > 0 && !IsParallelWorker())
+	if (tb_scans_awaiting_run > 0 && !IsParallelWorker())
 		(void) flush_full_scans(queryDesc->planstate, NULL);
 	if (prev_executor_run)
 		prev_executor_run(TB_EXECUTOR_RUN_ARGS);

@@ -1,0 +1,158 @@
+--
+-- Temp Index Scan: btree index scans of temporary tables that run in
+-- parallel workers.  Each plan is shown, and each result compared with
+-- pg_tempbuf.parallel_scan = off (stock plans).
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS pg_tempbuf;
+RESET client_min_messages;
+LOAD 'pg_tempbuf';
+
+CREATE TABLE orders AS
+  SELECT g AS id, g % 500 AS cust, (g * 37) % 10007 AS v FROM generate_series(1, 60000) g;
+ANALYZE orders;
+CREATE TEMP TABLE items (id int PRIMARY KEY, grp int, note text, amount numeric);
+INSERT INTO items SELECT g, CASE WHEN g % 997 = 0 THEN NULL ELSE g % 100 END, 'n' || g, g * 1.5
+  FROM generate_series(1, 40000) g;
+CREATE INDEX items_grp_id ON items (grp, id);
+CREATE INDEX items_grp_desc ON items (grp DESC NULLS FIRST, id);
+CREATE INDEX items_note_lower ON items (lower(note));
+CREATE INDEX items_small ON items (grp) WHERE id <= 2000;
+ANALYZE items;
+
+-- Results of a query with our paths and without them, which must match.
+CREATE OR REPLACE FUNCTION compare_ways(query text) RETURNS TABLE (setting text, result text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE 'SELECT md5(string_agg(r::text, '' '' ORDER BY r::text)) || '' '' || count(*) FROM (' || query || ') r' INTO result;
+    setting := 'on';
+    RETURN NEXT;
+    SET LOCAL pg_tempbuf.parallel_scan = off;
+    EXECUTE 'SELECT md5(string_agg(r::text, '' '' ORDER BY r::text)) || '' '' || count(*) FROM (' || query || ') r' INTO result;
+    setting := 'off';
+    RETURN NEXT;
+    SET LOCAL pg_tempbuf.parallel_scan = on;
+END $$;
+
+-- Did a Temp Index Scan return rows in a worker?  The leader stays out of
+-- the parallel part, so that it cannot do all the work before workers start.
+CREATE OR REPLACE FUNCTION workers_ran_index_scan(query text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan jsonb;
+    participation text := current_setting('parallel_leader_participation');
+BEGIN
+    PERFORM set_config('parallel_leader_participation', 'off', true);
+    EXECUTE 'EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) ' || query INTO plan;
+    PERFORM set_config('parallel_leader_participation', participation, true);
+    RETURN coalesce((SELECT bool_or((w->>'Actual Rows')::numeric > 0)
+                       FROM jsonb_path_query(plan, 'strict $.**') AS node,
+                            jsonb_array_elements(node->'Workers') AS w
+                      WHERE jsonb_typeof(node) = 'object'
+                        AND node->>'Custom Plan Provider' = 'Temp Index Scan'), false);
+END $$;
+
+SELECT pg_flush_local_buffers() >= 0 AS flushed;
+-- Plans are made cheap to parallelize, the flush free, so that they depend
+-- neither on this machine's costs nor on how many pages a step dirtied.
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET pg_tempbuf.write_page_cost = 0;
+SET pg_tempbuf.buffer_scan_cost = 0;
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_bitmapscan = off;
+
+-- The inner side of a nested loop: a parameterized scan, rescanned with
+-- each outer row's key, in every participant.
+EXPLAIN (COSTS OFF) SELECT count(*), sum(i.amount) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250;
+SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250');
+SELECT workers_ran_index_scan('SELECT count(*), sum(i.amount) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250');
+
+-- contrib/tempscan's shape: a join that reads the temporary side through
+-- its index, with a range on it.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON i.grp = o.cust AND i.id < 10 WHERE o.v < 5000;
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp = o.cust AND i.id < 10 WHERE o.v < 5000');
+
+-- Equality on a prefix and a range on the next column; ranges alone.
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp = o.cust % 100 AND i.id BETWEEN o.id AND o.id + 300 WHERE o.v < 3000');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.id > o.id * 3 AND i.id <= o.id * 3 + 2 WHERE o.v < 500');
+
+-- = ANY(array), with duplicates and a NULL element, and IS NULL.
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON i.id = ANY (ARRAY[o.id, o.id + 1, o.id * 2, o.id, NULL]) WHERE o.cust < 100;
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.id = ANY (ARRAY[o.id, o.id + 1, o.id * 2, o.id, NULL]) WHERE o.cust < 100');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp = ANY (''{7,3,3,99}'') AND i.id = o.id WHERE o.v < 8000');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp IS NULL AND i.id = o.id');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp = NULL::int AND i.id = o.id');
+
+-- A DESC index, an expression index, a partial index, a cross-type key.
+SET enable_indexscan = on;
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp <= o.cust % 100 AND i.id = o.id WHERE o.v < 300');
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON lower(i.note) = 'n' || o.id WHERE o.cust < 50;
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON lower(i.note) = ''n'' || o.id WHERE o.cust < 50');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp = o.cust AND i.id <= 2000 WHERE o.v < 2000');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.id = o.id::int8 WHERE o.cust = 7');
+
+-- Ordered output: a merge join in the workers reads the index in order.
+SET enable_mergejoin = on;
+SET enable_nestloop = off;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(i.amount) FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000;
+SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000');
+-- Only the leader reads the table, above Gather: core's Index Scan.
+EXPLAIN (COSTS OFF) SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust = 3;
+SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust = 3');
+RESET enable_mergejoin;
+RESET enable_nestloop;
+
+-- Rows of the open transaction: updates that move rows in the index, a
+-- HOT update, deletions, a rolled-back savepoint.  The leader's own index
+-- read marks the deleted rows' entries dead first.
+BEGIN;
+DELETE FROM items WHERE id % 10 = 1;
+SET LOCAL enable_seqscan = off;
+SELECT count(*) FROM items WHERE id > 0;
+RESET enable_seqscan;
+UPDATE items SET grp = grp + 1, id = id + 100000 WHERE id % 10 = 2;
+UPDATE items SET amount = amount + 1 WHERE id % 10 = 3;
+SAVEPOINT s;
+UPDATE items SET amount = -1 WHERE id % 10 = 4;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO items SELECT g, g % 100, 'm' || g, 0 FROM generate_series(200001, 200500) g;
+SELECT * FROM compare_ways('SELECT o.id, i.id, i.grp, i.amount FROM orders o JOIN items i ON i.id = ANY (ARRAY[o.id, o.id + 100000, o.id + 200000]) WHERE o.cust < 300');
+SELECT * FROM compare_ways('SELECT o.id, i.id FROM orders o JOIN items i ON i.grp = o.cust % 100 AND i.id BETWEEN o.id AND o.id + 100 WHERE o.v < 2000');
+SELECT workers_ran_index_scan('SELECT o.id, i.id, i.grp, i.amount FROM orders o JOIN items i ON i.id = ANY (ARRAY[o.id, o.id + 100000, o.id + 200000]) WHERE o.cust < 300');
+COMMIT;
+
+-- Duplicates: a non-unique index on one value deduplicates into posting lists.
+CREATE TEMP TABLE dup AS SELECT g % 7 AS k, g AS v FROM generate_series(1, 20000) g;
+CREATE INDEX dup_k ON dup (k);
+ANALYZE dup;
+SELECT * FROM compare_ways('SELECT o.id, d.v FROM orders o JOIN dup d ON d.k = o.cust WHERE o.id < 40');
+
+-- A plan that ends up serial gets core's Index Scan back: no flush needed.
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250;
+RESET max_parallel_workers_per_gather;
+
+-- Code that may read tables in the leader while workers read (a function
+-- that is not parallel safe): no Temp Index Scan, stock index scans stay.
+CREATE OR REPLACE FUNCTION items_count(k int) RETURNS bigint LANGUAGE sql STABLE PARALLEL RESTRICTED
+  AS 'SELECT count(*) FROM items WHERE id = k';
+CREATE OR REPLACE FUNCTION explain_lines(explain text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE explain;
+END $$;
+SELECT count(*) FILTER (WHERE line ~ 'Temp Index Scan') AS temp_index_scans,
+       count(*) FILTER (WHERE line ~ 'Index (Only )?Scan using') AS stock_index_scans
+  FROM explain_lines('EXPLAIN (COSTS OFF) SELECT count(*), sum(items_count(o.id)) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250') AS line;
+SELECT * FROM compare_ways('SELECT o.id, items_count(o.id) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 20');
+
+-- EXPLAIN ANALYZE: what the leader's part did (how much of the work it
+-- got before the workers took the rest is a race: masked).
+SELECT regexp_replace(regexp_replace(line, '(Leader Index Entries|Leader Page Copies|Pages Flushed): \d+', '\1: N'),
+                      'actual rows=[0-9.]+ loops=\d+', 'actual rows=R loops=L') AS line
+  FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+    SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.id < 100') AS line
+ WHERE line !~ '^\s*(Worker \d+:|Rows Removed)';

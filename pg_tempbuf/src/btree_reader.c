@@ -1,0 +1,600 @@
+/*-------------------------------------------------------------------------
+ *
+ * btree_reader.c
+ *	  Range scans of a temporary table's btree index through private page
+ *	  copies (page_source.c), for Temp Index Scan.
+ *
+ * Core's btree code reads pages through buffers, which a parallel worker
+ * has none of for a temporary relation.  This file walks the same pages
+ * from private copies.  During a parallel query nothing writes the index
+ * (the leader can only mark entries dead, a change a reader takes whole),
+ * so the tree is static: no concurrent splits, no locks, no stack.  Steps
+ * right past a high key below the search key, and skips deleted and
+ * half-dead pages, still keep a tree left by an interrupted split or a
+ * VACUUM readable.
+ *
+ * The scan keys are core's (ExecIndexBuildScanKeys()); from them this file
+ * takes a range of the index that holds every entry they can match, in
+ * index order:
+ *	- the leading columns each fixed by "=" or IS NULL, then
+ *	- at most one column's "= ANY(array)", scanned one sorted element at a
+ *	  time (so the output stays in index order), more "=" columns after it,
+ *	- and the bounds of the next column.
+ * Every other key (a second bound on a column, IS NOT NULL, row
+ * comparisons, a later column's bounds) only narrows the result: the node
+ * evaluates all of the index conditions on each heap row it fetches, as
+ * core does for a lossy index, so a range wider than the keys is never
+ * wrong.  A key with a NULL argument matches nothing, as in core.
+ *
+ * Comparisons are core's _bt_compare() on the private page, with insertion
+ * keys built as _bt_first() builds them (cross-type ORDER procs included).
+ * Entries marked dead are skipped, as core's scans skip them; a posting
+ * list stands for several entries, in heap TID order.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "pg_tempbuf.h"
+
+/* One column's ORDER proc for one right-hand type, looked up once. */
+typedef struct OrderProc
+{
+	Oid			subtype;		/* InvalidOid: none looked up yet */
+	bool		exists;
+	FmgrInfo	proc;
+} OrderProc;
+
+/* A value a key fixes a column to, or bounds it by. */
+typedef struct KeyValue
+{
+	Datum		value;
+	bool		isnull;
+	Oid			subtype;
+} KeyValue;
+
+struct TbBtreeScan
+{
+	Relation	index;
+	TbPageSource *pages;
+	MemoryContext cxt;			/* the scan's, for what lives as long */
+	MemoryContext keycxt;		/* reset with every new set of keys */
+	int			nkeyatts;
+	BTScanInsert base;			/* _bt_mkscankey()'s keys, no arguments */
+	OrderProc  *procs;			/* [nkeyatts] */
+	BlockNumber root;			/* InvalidBlockNumber until the metapage is read */
+
+	/* The range of this set of keys. */
+	bool		empty;			/* the keys match nothing */
+	int			nfixed;			/* leading columns fixed by "=" */
+	KeyValue	fixed[INDEX_MAX_KEYS];
+	int			array_col;		/* which of them takes the array, or -1 */
+	Datum	   *elements;		/* its sorted distinct elements */
+	int			nelements;
+	int			next_element;
+	bool		has_low;		/* bounds of column nfixed, in index order */
+	KeyValue	low;
+	bool		has_high;
+	KeyValue	high;
+	BTScanInsert lower;			/* the entries of the current segment: */
+	BTScanInsert upper;			/* from >= lower to <= upper (if any) */
+	bool		bounded_above;
+
+	/* Where the scan is. */
+	bool		in_segment;
+	char	   *leaf;			/* a copy of the leaf being read */
+	BlockNumber leaf_blkno;
+	OffsetNumber offnum;
+	OffsetNumber maxoff;
+	int			posting_next;	/* in the posting list at offnum - 1 */
+	int			posting_count;
+	ItemPointer posting;
+
+	uint64		entries;		/* index entries returned */
+};
+
+TbBtreeScan *
+tb_btree_scan_begin(Relation index, TbPageSource *pages, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	TbBtreeScan *scan = palloc0(sizeof(TbBtreeScan));
+	Size		keysize = offsetof(BTScanInsertData, scankeys) +
+		sizeof(ScanKeyData) * INDEX_MAX_KEYS;
+
+	scan->index = index;
+	scan->pages = pages;
+	scan->cxt = cxt;
+	scan->keycxt = AllocSetContextCreate(cxt, "pg_tempbuf btree keys",
+										 ALLOCSET_SMALL_SIZES);
+	scan->nkeyatts = IndexRelationGetNumberOfKeyAttributes(index);
+	scan->base = _bt_mkscankey(index, NULL);
+	scan->procs = palloc0(sizeof(OrderProc) * scan->nkeyatts);
+	scan->root = InvalidBlockNumber;
+	scan->leaf = palloc(BLCKSZ);
+	scan->lower = palloc0(keysize);
+	scan->upper = palloc0(keysize);
+	scan->empty = true;
+	MemoryContextSwitchTo(oldcxt);
+	return scan;
+}
+
+uint64
+tb_btree_scan_entries(TbBtreeScan *scan)
+{
+	return scan->entries;
+}
+
+/*
+ * The ORDER proc comparing column col with a value of type subtype, as
+ * _bt_first() looks it up; NULL when the operator family has none.
+ */
+static FmgrInfo *
+order_proc(TbBtreeScan *scan, int col, Oid subtype)
+{
+	OrderProc  *entry = &scan->procs[col];
+	Oid			opcintype = scan->index->rd_opcintype[col];
+
+	if (!OidIsValid(subtype) || subtype == opcintype)
+		return &scan->base->scankeys[col].sk_func;
+	if (entry->subtype != subtype)
+	{
+		Oid			procoid = get_opfamily_proc(scan->index->rd_opfamily[col],
+												opcintype, subtype, BTORDER_PROC);
+
+		entry->subtype = subtype;
+		entry->exists = OidIsValid(procoid);
+		if (entry->exists)
+			fmgr_info_cxt(procoid, &entry->proc, scan->cxt);
+	}
+	return entry->exists ? &entry->proc : NULL;
+}
+
+static void
+fill_key(BTScanInsert key, TbBtreeScan *scan, int col, const KeyValue *kv)
+{
+	ScanKey		sk = &key->scankeys[col];
+
+	/* _bt_mkscankey() without a tuple marks every argument NULL. */
+	*sk = scan->base->scankeys[col];
+	sk->sk_flags &= ~SK_ISNULL;
+	sk->sk_argument = kv->value;
+	if (kv->isnull)
+		sk->sk_flags |= SK_ISNULL;
+	else
+	{
+		sk->sk_func = *order_proc(scan, col, kv->subtype);
+		sk->sk_subtype = kv->subtype;
+	}
+}
+
+/* Insertion key: the fixed columns, then bound when there is one. */
+static void
+make_key(TbBtreeScan *scan, BTScanInsert key, const KeyValue *bound)
+{
+	int			ncols = scan->nfixed;
+
+	memcpy(key, scan->base, offsetof(BTScanInsertData, scankeys));
+	key->nextkey = false;
+	key->scantid = NULL;
+	for (int col = 0; col < scan->nfixed; col++)
+		fill_key(key, scan, col, &scan->fixed[col]);
+	if (bound)
+		fill_key(key, scan, ncols++, bound);
+	key->keysz = ncols;
+}
+
+/* Can a key on col with this right-hand type serve as a bound? */
+static bool
+usable(TbBtreeScan *scan, ScanKey sk)
+{
+	return (sk->sk_flags & SK_ISNULL) ||
+		order_proc(scan, sk->sk_attno - 1, sk->sk_subtype) != NULL;
+}
+
+static KeyValue
+key_value(ScanKey sk)
+{
+	KeyValue	kv;
+
+	kv.value = sk->sk_argument;
+	kv.isnull = (sk->sk_flags & SK_ISNULL) != 0;
+	kv.subtype = sk->sk_subtype;
+	return kv;
+}
+
+typedef struct ElementSort
+{
+	FmgrInfo	proc;
+	Oid			collation;
+} ElementSort;
+
+static int
+compare_elements(const void *a, const void *b, void *arg)
+{
+	ElementSort *sort = arg;
+
+	return DatumGetInt32(FunctionCall2Coll(&sort->proc, sort->collation,
+										   *(const Datum *) a, *(const Datum *) b));
+}
+
+/*
+ * Sort and deduplicate the elements of an "= ANY(array)" key on col, in
+ * index order.  False when the operator family cannot compare them: the
+ * key then bounds nothing.
+ */
+static bool
+prepare_elements(TbBtreeScan *scan, ScanKey sk, int col)
+{
+	ArrayType  *array = DatumGetArrayTypeP(sk->sk_argument);
+	Oid			elemtype = ARR_ELEMTYPE(array);
+	Oid			procoid;
+	ElementSort sort;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	int			n = 0;
+
+	if (order_proc(scan, col, elemtype) == NULL)
+		return false;
+	procoid = get_opfamily_proc(scan->index->rd_opfamily[col], elemtype,
+								elemtype, BTORDER_PROC);
+	if (!OidIsValid(procoid))
+		return false;
+	fmgr_info(procoid, &sort.proc);
+	sort.collation = scan->index->rd_indcollation[col];
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(array, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		if (!nulls[i])
+			elems[n++] = elems[i];
+	}
+	qsort_arg(elems, n, sizeof(Datum), compare_elements, &sort);
+	nelems = n;
+	n = 0;
+	for (int i = 0; i < nelems; i++)
+	{
+		if (n == 0 || compare_elements(&elems[n - 1], &elems[i], &sort) != 0)
+			elems[n++] = elems[i];
+	}
+	/* A DESC column keeps its largest values first. */
+	if (scan->index->rd_indoption[col] & INDOPTION_DESC)
+	{
+		for (int i = 0; i < n / 2; i++)
+		{
+			Datum		swap = elems[i];
+
+			elems[i] = elems[n - 1 - i];
+			elems[n - 1 - i] = swap;
+		}
+	}
+	scan->elements = elems;
+	scan->nelements = n;
+	scan->array_col = col;
+	scan->fixed[col].isnull = false;
+	scan->fixed[col].subtype = elemtype;
+	return true;
+}
+
+/*
+ * Take a new set of keys (their runtime values already evaluated); the
+ * next tb_btree_scan_next() starts over.
+ */
+void
+tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
+{
+	ScanKey		equal[INDEX_MAX_KEYS] = {0};
+	ScanKey		array[INDEX_MAX_KEYS] = {0};
+	ScanKey		low[INDEX_MAX_KEYS] = {0};
+	ScanKey		high[INDEX_MAX_KEYS] = {0};
+	MemoryContext oldcxt;
+	int			next;
+
+	MemoryContextReset(scan->keycxt);
+	oldcxt = MemoryContextSwitchTo(scan->keycxt);
+	scan->empty = false;
+	scan->in_segment = false;
+	scan->nfixed = 0;
+	scan->array_col = -1;
+	scan->nelements = 0;
+	scan->next_element = 0;
+	scan->has_low = scan->has_high = false;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		ScanKey		sk = &keys[i];
+		int			col = sk->sk_attno - 1;
+		bool		desc;
+
+		if (sk->sk_flags & SK_ROW_HEADER || col < 0 || col >= scan->nkeyatts)
+			continue;
+		if (sk->sk_flags & SK_SEARCHNOTNULL)
+			continue;
+		if (sk->sk_flags & SK_SEARCHNULL)
+		{
+			if (equal[col] == NULL)
+				equal[col] = sk;
+			continue;
+		}
+		if (sk->sk_flags & SK_ISNULL)
+		{
+			/* "x op NULL", or a NULL array: true for no row. */
+			scan->empty = true;
+			break;
+		}
+		if (sk->sk_flags & SK_SEARCHARRAY)
+		{
+			if (array[col] == NULL)
+				array[col] = sk;
+			continue;
+		}
+		if (!usable(scan, sk))
+			continue;
+		desc = (scan->index->rd_indoption[col] & INDOPTION_DESC) != 0;
+		switch (sk->sk_strategy)
+		{
+			case BTEqualStrategyNumber:
+				if (equal[col] == NULL)
+					equal[col] = sk;
+				break;
+			case BTLessStrategyNumber:
+			case BTLessEqualStrategyNumber:
+				if (desc ? low[col] == NULL : high[col] == NULL)
+					*(desc ? &low[col] : &high[col]) = sk;
+				break;
+			case BTGreaterStrategyNumber:
+			case BTGreaterEqualStrategyNumber:
+				if (desc ? high[col] == NULL : low[col] == NULL)
+					*(desc ? &high[col] : &low[col]) = sk;
+				break;
+			default:
+				break;
+		}
+	}
+
+	for (next = 0; !scan->empty && next < scan->nkeyatts; next++)
+	{
+		if (equal[next])
+		{
+			scan->fixed[next] = key_value(equal[next]);
+			if (equal[next]->sk_flags & SK_SEARCHNULL)
+				scan->fixed[next].isnull = true;
+		}
+		else if (array[next] && scan->array_col < 0 &&
+				 prepare_elements(scan, array[next], next))
+		{
+			if (scan->nelements == 0)
+				scan->empty = true;
+		}
+		else
+			break;
+		scan->nfixed = next + 1;
+	}
+	if (!scan->empty && next < scan->nkeyatts)
+	{
+		if (low[next])
+		{
+			scan->has_low = true;
+			scan->low = key_value(low[next]);
+		}
+		if (high[next])
+		{
+			scan->has_high = true;
+			scan->high = key_value(high[next]);
+		}
+	}
+	scan->bounded_above = scan->nfixed > 0 || scan->has_high;
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static Page
+index_page(TbBtreeScan *scan, BlockNumber blkno)
+{
+	Page		page = tb_page_source_get(scan->pages, scan->index, blkno);
+
+	if (PageGetSpecialSize(page) != MAXALIGN(sizeof(BTPageOpaqueData)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" contains corrupted page at block %u",
+						RelationGetRelationName(scan->index), blkno)));
+	return page;
+}
+
+/* The fast root, from the metapage; P_NONE for an empty index. */
+static BlockNumber
+root_block(TbBtreeScan *scan)
+{
+	if (scan->root == InvalidBlockNumber)
+	{
+		Page		page = tb_page_source_get(scan->pages, scan->index, BTREE_METAPAGE);
+		BTMetaPageData *meta = BTPageGetMeta(page);
+
+		if (meta->btm_magic != BTREE_MAGIC || meta->btm_version < BTREE_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("index \"%s\" is not a btree of version %d",
+							RelationGetRelationName(scan->index), BTREE_VERSION)));
+		scan->root = meta->btm_fastroot;
+	}
+	return scan->root;
+}
+
+/*
+ * Descend to the leaf where the first entry >= key is, or would be.
+ * Derived from _bt_search(), _bt_moveright() and _bt_binsrch() in
+ * src/backend/access/nbtree/nbtsearch.c (PostgreSQL 18), for a forward
+ * search (nextkey false) of a static tree: no locks, no stack, no
+ * incomplete splits to finish.
+ */
+static BlockNumber
+descend(TbBtreeScan *scan, BTScanInsert key)
+{
+	BlockNumber blkno = root_block(scan);
+
+	for (;;)
+	{
+		Page		page = index_page(scan, blkno);
+		BTPageOpaque opaque = BTPageGetOpaque(page);
+		OffsetNumber low;
+		OffsetNumber high;
+		IndexTuple	itup;
+
+		if (!P_RIGHTMOST(opaque) &&
+			(P_IGNORE(opaque) || _bt_compare(scan->index, key, page, P_HIKEY) > 0))
+		{
+			blkno = opaque->btpo_next;
+			continue;
+		}
+		if (P_ISLEAF(opaque))
+			return blkno;
+
+		/* The last downlink whose separator is < key. */
+		low = P_FIRSTDATAKEY(opaque);
+		high = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+		while (low < high)
+		{
+			OffsetNumber mid = low + (high - low) / 2;
+
+			if (_bt_compare(scan->index, key, page, mid) > 0)
+				low = mid + 1;
+			else
+				high = mid;
+		}
+		Assert(low > P_FIRSTDATAKEY(opaque));
+		itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, low - 1));
+		blkno = BTreeTupleGetDownLink(itup);
+	}
+}
+
+static void
+read_leaf(TbBtreeScan *scan, BlockNumber blkno)
+{
+	Page		page = index_page(scan, blkno);
+	BTPageOpaque opaque = BTPageGetOpaque(page);
+
+	memcpy(scan->leaf, page, BLCKSZ);
+	scan->leaf_blkno = blkno;
+	scan->offnum = P_FIRSTDATAKEY(opaque);
+	/* A deleted or half-dead page holds no entry to return. */
+	scan->maxoff = P_IGNORE(opaque) ? InvalidOffsetNumber :
+		PageGetMaxOffsetNumber((Page) scan->leaf);
+	scan->posting_count = scan->posting_next = 0;
+}
+
+/* Position on the first entry of the next segment; false when none is left. */
+static bool
+start_segment(TbBtreeScan *scan)
+{
+	OffsetNumber low;
+	OffsetNumber high;
+
+	if (scan->array_col >= 0)
+	{
+		if (scan->next_element >= scan->nelements)
+			return false;
+		scan->fixed[scan->array_col].value = scan->elements[scan->next_element++];
+	}
+	else if (scan->next_element++ > 0)
+		return false;
+	if (root_block(scan) == P_NONE)
+		return false;
+
+	make_key(scan, scan->lower, scan->has_low ? &scan->low : NULL);
+	if (scan->bounded_above)
+		make_key(scan, scan->upper, scan->has_high ? &scan->high : NULL);
+
+	read_leaf(scan, descend(scan, scan->lower));
+	if (scan->maxoff == InvalidOffsetNumber)
+	{
+		scan->in_segment = true;
+		return true;
+	}
+	low = scan->offnum;
+	high = OffsetNumberNext(scan->maxoff);
+	while (low < high)
+	{
+		OffsetNumber mid = low + (high - low) / 2;
+
+		if (_bt_compare(scan->index, scan->lower, (Page) scan->leaf, mid) > 0)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	scan->offnum = low;
+	scan->in_segment = true;
+	return true;
+}
+
+/*
+ * The heap TID of the next entry in the range, in index order; false at
+ * the end.
+ */
+bool
+tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
+{
+	if (scan->empty)
+		return false;
+	for (;;)
+	{
+		Page		page = (Page) scan->leaf;
+		ItemId		lp;
+		IndexTuple	itup;
+
+		if (scan->posting_next < scan->posting_count)
+		{
+			*tid = scan->posting[scan->posting_next++];
+			scan->entries++;
+			return true;
+		}
+		if (!scan->in_segment && !start_segment(scan))
+		{
+			scan->empty = true;
+			return false;
+		}
+		if (scan->maxoff == InvalidOffsetNumber || scan->offnum > scan->maxoff)
+		{
+			BTPageOpaque opaque = BTPageGetOpaque(page);
+
+			if (P_RIGHTMOST(opaque))
+				scan->in_segment = false;
+			else
+				read_leaf(scan, opaque->btpo_next);
+			continue;
+		}
+
+		if (scan->bounded_above &&
+			_bt_compare(scan->index, scan->upper, page, scan->offnum) < 0)
+		{
+			scan->in_segment = false;
+			continue;
+		}
+		lp = PageGetItemId(page, scan->offnum);
+		scan->offnum = OffsetNumberNext(scan->offnum);
+		if (ItemIdIsDead(lp))
+			continue;
+		itup = (IndexTuple) PageGetItem(page, lp);
+		if (BTreeTupleIsPosting(itup))
+		{
+			scan->posting = BTreeTupleGetPosting(itup);
+			scan->posting_count = BTreeTupleGetNPosting(itup);
+			scan->posting_next = 0;
+			continue;
+		}
+		*tid = itup->t_tid;
+		scan->entries++;
+		return true;
+	}
+}

@@ -1,0 +1,511 @@
+/*-------------------------------------------------------------------------
+ *
+ * temp_index_scan.c
+ *	  Temp Index Scan: a btree index scan of a temporary table that runs in
+ *	  parallel workers, "Custom Scan (Temp Index Scan)" in EXPLAIN.
+ *
+ * It stands where core would put an Index Scan (or an Index Only Scan,
+ * which it replaces by fetching the heap: whether the visibility map is
+ * exact for this session is not something a worker can know): the inner
+ * side of a nested loop, rescanned with each outer row's keys, possibly
+ * under Memoize; a range or equality lookup; an ordered read for a merge
+ * join or ORDER BY ... LIMIT.  It is parallel safe but not parallel aware:
+ * each participant runs the whole scan it is given.
+ *
+ * Every participant, the leader included, descends the index and fetches
+ * heap tuples through private page copies (btree_reader.c over
+ * page_source.c): the leader copies from its local buffers, workers read
+ * the files, which the leader flushes when the executor starts running the
+ * plan, before Gather launches anyone.  Nobody sets hint bits, prunes or
+ * marks entries dead, so nothing a worker reads changes but in ways it
+ * takes whole.  Visibility is decided on the copy by tb_tuple_visible(),
+ * following HOT chains as heap_hot_search_buffer() does; out-of-line
+ * values are fetched through toast_reader.c, by every participant alike.
+ *
+ * The plan keeps core's own Index Scan plan as its one child in
+ * custom_plans, never executed: it holds the index quals as the executor
+ * needs them (index columns on the left: ExecIndexBuildScanKeys()), and it
+ * is what the node becomes again in a plan that ended up serial
+ * (plan_walk.c).  The scan's quals are core's: plan.qual is the Index
+ * Scan's filter, and the index conditions (indexqualorig, in
+ * custom_exprs) are checked on every row fetched, since btree_reader.c may
+ * return a wider range than the keys ask for.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/parallel.h"
+#include "access/relscan.h"
+#include "executor/executor.h"
+#include "executor/nodeIndexscan.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "pg_tempbuf.h"
+#include TB_EXPLAIN_FORMAT_HEADER
+
+/* custom_private of the plan: positions of its members */
+enum
+{
+	TIP_INDEX_OID,
+	TIP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
+	TIP_EST_FLUSH_COST,
+	TIP_NUM_MEMBERS
+};
+
+typedef struct TempIndexScanState
+{
+	CustomScanState css;
+
+	Relation	index;
+	IndexScan  *stock;			/* the plan's child: core's plan of the scan */
+	ExprState  *index_conds;	/* indexqualorig, checked on every row */
+
+	/* core's scan keys, their runtime parts evaluated at each rescan */
+	ScanKey		keys;
+	int			nkeys;
+	IndexRuntimeKeyInfo *runtime_keys;
+	int			nruntime_keys;
+	ExprContext *runtime_cxt;
+	bool		keys_set;
+
+	TbPageSource *pages;
+	TbBtreeScan *btree;
+	HeapTupleData tuple;
+	TbXminVerdict last_xmin;
+	TbToastReader *toast;
+	uint64		toast_pages;
+	uint64		toast_rereads;
+	Datum	   *values;
+	bool	   *isnull;
+
+	/* leader: the flush when the executor runs the plan */
+	bool		awaits_run;
+	int			est_dirty_pages;
+	double		est_flush_cost;
+	int64		pages_flushed;
+	double		flush_ms;
+	uint64		heap_fetches;	/* this participant's, for EXPLAIN */
+} TempIndexScanState;
+
+static Node *index_scan_create_state(CustomScan *cscan);
+static void index_scan_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *index_scan_exec(CustomScanState *node);
+static void index_scan_end(CustomScanState *node);
+static void index_scan_rescan(CustomScanState *node);
+static void index_scan_explain(CustomScanState *node, List *ancestors,
+							   ExplainState *es);
+
+static const CustomScanMethods index_scan_methods = {
+	.CustomName = TB_TEMP_INDEX_SCAN_NAME,
+	.CreateCustomScanState = index_scan_create_state,
+};
+
+static const CustomExecMethods index_scan_exec_methods = {
+	.CustomName = TB_TEMP_INDEX_SCAN_NAME,
+	.BeginCustomScan = index_scan_begin,
+	.ExecCustomScan = index_scan_exec,
+	.EndCustomScan = index_scan_end,
+	.ReScanCustomScan = index_scan_rescan,
+	.ExplainCustomScan = index_scan_explain,
+};
+
+void
+tb_register_temp_index_scan(void)
+{
+	RegisterCustomScanMethods(&index_scan_methods);
+}
+
+bool
+tb_is_temp_index_scan(Plan *plan)
+{
+	return IsA(plan, CustomScan) &&
+		((CustomScan *) plan)->methods == &index_scan_methods;
+}
+
+bool
+tb_is_temp_index_scan_state(PlanState *planstate)
+{
+	return IsA(planstate, CustomScanState) &&
+		((CustomScanState *) planstate)->methods == &index_scan_exec_methods;
+}
+
+/* The Index Scan plan a Temp Index Scan carries. */
+Plan *
+tb_temp_index_scan_stock_plan(CustomScan *cscan)
+{
+	return linitial(cscan->custom_plans);
+}
+
+/*
+ * The plan: stock is core's Index Scan of the same path (see the file
+ * header); tlist and the filter are the Index Scan's.
+ */
+Plan *
+tb_make_temp_index_scan_plan(IndexScan *stock, List *tlist, int est_dirty_pages,
+							 double est_flush_cost)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = stock->scan.plan.qual;
+	cscan->scan.scanrelid = stock->scan.scanrelid;
+	cscan->flags = 0;
+	cscan->custom_plans = list_make1(stock);
+	cscan->custom_exprs = copyObject(stock->indexqualorig);
+	cscan->custom_private = list_make3(makeInteger(stock->indexid),
+									   makeInteger(est_dirty_pages),
+									   makeString(psprintf("%.2f", est_flush_cost)));
+	cscan->custom_scan_tlist = NIL;
+	cscan->methods = &index_scan_methods;
+	return &cscan->scan.plan;
+}
+
+static Node *
+index_scan_create_state(CustomScan *cscan)
+{
+	TempIndexScanState *is = palloc0(sizeof(TempIndexScanState));
+
+	NodeSetTag(is, T_CustomScanState);
+	is->css.flags = cscan->flags;
+	is->css.methods = &index_scan_exec_methods;
+	/* Tuples point into private page copies: a plain heap tuple slot. */
+	TbSetScanSlotOps(&is->css, &TTSOpsHeapTuple);
+	is->stock = castNode(IndexScan, linitial(cscan->custom_plans));
+	is->est_dirty_pages = intVal(list_nth(cscan->custom_private, TIP_EST_DIRTY_PAGES));
+	is->est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
+												 TIP_EST_FLUSH_COST)), NULL);
+	return (Node *) is;
+}
+
+static void
+index_scan_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	LOCKMODE	lockmode = exec_rt_fetch(cscan->scan.scanrelid, estate)->rellockmode;
+	IndexArrayKeyInfo *array_keys;
+	int			narray_keys;
+
+	is->index = index_open(is->stock->indexid, lockmode);
+	is->index_conds = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+
+	/* As ExecInitIndexScan() does; btree takes arrays itself. */
+	ExecIndexBuildScanKeys(&node->ss.ps, is->index, is->stock->indexqual, false,
+						   &is->keys, &is->nkeys,
+						   &is->runtime_keys, &is->nruntime_keys,
+						   &array_keys, &narray_keys);
+	if (is->nruntime_keys > 0)
+	{
+		ExprContext *stdecontext = node->ss.ps.ps_ExprContext;
+
+		ExecAssignExprContext(estate, &node->ss.ps);
+		is->runtime_cxt = node->ss.ps.ps_ExprContext;
+		node->ss.ps.ps_ExprContext = stdecontext;
+	}
+
+	is->pages = tb_page_source_create(estate->es_query_cxt);
+	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
+	is->values = palloc(sizeof(Datum) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
+	is->isnull = palloc(sizeof(bool) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
+
+	/*
+	 * Workers read the files: the leader writes what is dirty when the
+	 * executor runs the plan, before Gather launches them (as a full Temp
+	 * Seq Scan does, and not here, for the same reason: see temp_scan.c).
+	 */
+	if (!IsParallelWorker())
+	{
+		is->awaits_run = true;
+		tb_scans_awaiting_run++;
+	}
+}
+
+/* Leader: put the table, its index and its toast relation on disk. */
+void
+tb_temp_index_scan_flush(PlanState *planstate)
+{
+	TempIndexScanState *is = (TempIndexScanState *) planstate;
+	Relation	rel = is->css.ss.ss_currentRelation;
+	TbRelFileId heap_file = TbRelationFileId(rel);
+	TbRelFileId index_file = TbRelationFileId(is->index);
+	instr_time	start;
+	instr_time	duration;
+
+	if (!is->awaits_run)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	is->pages_flushed += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
+	is->pages_flushed += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+	is->pages_flushed += tb_toast_flush(rel);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	is->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+	is->awaits_run = false;
+	tb_scans_awaiting_run--;
+}
+
+/*
+ * The visible member of the HOT chain that tid starts, into is->tuple.
+ * Derived from heap_hot_search_buffer() in src/backend/access/heap/heapam.c
+ * (PostgreSQL 18): on a private copy, with tb_tuple_visible() (no hint
+ * bits), for an MVCC snapshot (one member at most is visible), without the
+ * all-dead bookkeeping that only serves to mark index entries dead.
+ */
+static bool
+fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
+{
+	Relation	rel = is->css.ss.ss_currentRelation;
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
+	TransactionId prev_xmax = InvalidTransactionId;
+	bool		at_chain_start = true;
+	Page		page;
+
+	page = tb_page_source_get(is->pages, rel, blkno);
+	is->heap_fetches++;
+	for (;;)
+	{
+		ItemId		lp;
+		HeapTupleHeader tuple;
+
+		if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+			return false;
+		lp = PageGetItemId(page, offnum);
+		if (!ItemIdIsNormal(lp))
+		{
+			/* A redirect may start the chain, where pruning left one. */
+			if (ItemIdIsRedirected(lp) && at_chain_start)
+			{
+				offnum = ItemIdGetRedirect(lp);
+				at_chain_start = false;
+				continue;
+			}
+			return false;
+		}
+		tuple = (HeapTupleHeader) PageGetItem(page, lp);
+		if (at_chain_start && HeapTupleHeaderIsHeapOnly(tuple))
+			return false;
+		if (TransactionIdIsValid(prev_xmax) &&
+			!TransactionIdEquals(prev_xmax, HeapTupleHeaderGetXmin(tuple)))
+			return false;
+
+		if (tb_tuple_visible(tuple, snapshot, &is->last_xmin))
+		{
+			is->tuple.t_data = tuple;
+			is->tuple.t_len = ItemIdGetLength(lp);
+			ItemPointerSet(&is->tuple.t_self, blkno, offnum);
+			is->tuple.t_tableOid = RelationGetRelid(rel);
+			return true;
+		}
+		if (!HeapTupleHeaderIsHotUpdated(tuple))
+			return false;
+		Assert(ItemPointerGetBlockNumber(&tuple->t_ctid) == blkno);
+		offnum = ItemPointerGetOffsetNumber(&tuple->t_ctid);
+		at_chain_start = false;
+		prev_xmax = HeapTupleHeaderGetUpdateXid(tuple);
+	}
+}
+
+/*
+ * Store is->tuple in the slot, its out-of-line values fetched through
+ * private pages of the toast relation and decompressed (toast_reader.c):
+ * no participant detoasts through local buffers.  Per-tuple memory.
+ */
+static void
+store_tuple(TempIndexScanState *is, TupleTableSlot *slot)
+{
+	Relation	rel = is->css.ss.ss_currentRelation;
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	tuple = &is->tuple;
+
+	if (HeapTupleHasExternal(tuple))
+	{
+		MemoryContext oldcxt;
+
+		if (is->toast == NULL)
+		{
+			const char *reason = NULL;
+
+			oldcxt = MemoryContextSwitchTo(is->css.ss.ps.state->es_query_cxt);
+			is->toast = tb_toast_reader_open(rel, &is->toast_pages,
+											 &is->toast_rereads, &reason);
+			MemoryContextSwitchTo(oldcxt);
+			if (is->toast == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot fetch out-of-line values of temporary table \"%s\" in a Temp Index Scan",
+								RelationGetRelationName(rel)),
+						 errdetail("%s.", reason)));
+		}
+		oldcxt = MemoryContextSwitchTo(is->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
+		heap_deform_tuple(tuple, desc, is->values, is->isnull);
+		for (int att = 0; att < desc->natts; att++)
+		{
+			struct varlena *value = (struct varlena *) DatumGetPointer(is->values[att]);
+			struct varatt_external pointer;
+
+			if (is->isnull[att] || TupleDescAttr(desc, att)->attlen != -1 ||
+				!VARATT_IS_EXTERNAL_ONDISK(value))
+				continue;
+			VARATT_EXTERNAL_GET_POINTER(pointer, value);
+			if (pointer.va_toastrelid != tb_toast_reader_relid(is->toast))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" stored in toast relation %u",
+								RelationGetRelationName(rel), pointer.va_toastrelid)));
+			value = tb_toast_fetch(is->toast, value, &is->toast_pages,
+								   &is->toast_rereads);
+			if (VARATT_IS_COMPRESSED(value))
+				value = detoast_attr(value);
+			is->values[att] = PointerGetDatum(value);
+		}
+		tuple = heap_form_tuple(desc, is->values, is->isnull);
+		tuple->t_self = is->tuple.t_self;
+		tuple->t_tableOid = is->tuple.t_tableOid;
+		MemoryContextSwitchTo(oldcxt);
+	}
+	if (TTS_IS_HEAPTUPLE(slot))
+		ExecStoreHeapTuple(tuple, slot, false);
+	else
+	{
+		/* PostgreSQL 15's virtual slot, with the defaults of added columns. */
+		int			natts = HeapTupleHeaderGetNatts(tuple->t_data);
+
+		ExecClearTuple(slot);
+		heap_deform_tuple(tuple, desc, slot->tts_values, slot->tts_isnull);
+		if (natts < desc->natts)
+			slot_getmissingattrs(slot, natts, desc->natts);
+		ExecStoreVirtualTuple(slot);
+	}
+}
+
+static void
+set_keys(TempIndexScanState *is)
+{
+	if (is->nruntime_keys > 0)
+	{
+		ResetExprContext(is->runtime_cxt);
+		ExecIndexEvalRuntimeKeys(is->runtime_cxt, is->runtime_keys,
+								 is->nruntime_keys);
+	}
+	tb_btree_scan_set_keys(is->btree, is->keys, is->nkeys);
+	is->keys_set = true;
+}
+
+static TupleTableSlot *
+index_scan_next(ScanState *ss)
+{
+	TempIndexScanState *is = (TempIndexScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	ItemPointerData tid;
+
+	/* A leader that has not run the plan yet (a subplan, say): nothing read. */
+	if (is->awaits_run)
+		tb_temp_index_scan_flush(&ss->ps);
+	if (!is->keys_set)
+		set_keys(is);
+
+	while (tb_btree_scan_next(is->btree, &tid))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!fetch_heap_tuple(is, &tid, ss->ps.state->es_snapshot))
+			continue;
+		store_tuple(is, slot);
+		econtext->ecxt_scantuple = slot;
+		if (is->index_conds && !ExecQual(is->index_conds, econtext))
+		{
+			InstrCountFiltered2(&ss->ps, 1);
+			ResetExprContext(econtext);
+			continue;
+		}
+		return slot;
+	}
+	return ExecClearTuple(slot);
+}
+
+static bool
+index_scan_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+index_scan_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, index_scan_next, index_scan_recheck);
+}
+
+static void
+index_scan_end(CustomScanState *node)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+
+	if (is->awaits_run)
+	{
+		tb_scans_awaiting_run--;
+		is->awaits_run = false;
+	}
+	if (is->toast)
+		tb_toast_reader_close(is->toast);
+	if (is->index)
+		index_close(is->index, NoLock);
+}
+
+static void
+index_scan_rescan(CustomScanState *node)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+
+	is->keys_set = false;
+	ExecScanReScan(&node->ss);
+}
+
+static void
+index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+	ExplainPropertyText("Index Name", RelationGetRelationName(is->index), es);
+	if (cscan->custom_exprs)
+	{
+		List	   *context = set_deparse_context_plan(es->deparse_cxt,
+													   node->ss.ps.plan, ancestors);
+		Node	   *conds = (Node *) make_ands_explicit(cscan->custom_exprs);
+
+		ExplainPropertyText("Index Cond",
+							deparse_expression(conds, context, es->verbose, false),
+							es);
+	}
+	if (es->costs)
+	{
+		ExplainPropertyInteger("Flush Estimate Pages", NULL, is->est_dirty_pages, es);
+		ExplainPropertyFloat("Flush Estimate Cost", NULL, is->est_flush_cost, 2, es);
+	}
+	if (!es->analyze || is->pages == NULL)
+		return;
+	ExplainPropertyInteger("Pages Flushed", NULL, is->pages_flushed, es);
+	if (es->timing)
+		ExplainPropertyFloat("Flush Time", "ms", is->flush_ms, 3, es);
+	/* Workers' figures stay in the workers: the node has no shared memory. */
+	ExplainPropertyInteger("Leader Index Entries", NULL,
+						   tb_btree_scan_entries(is->btree), es);
+	ExplainPropertyInteger("Leader Page Copies", NULL,
+						   tb_page_source_counts(is->pages)->read, es);
+}
