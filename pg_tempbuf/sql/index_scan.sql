@@ -129,6 +129,10 @@ CREATE TEMP TABLE dup AS SELECT g % 7 AS k, g AS v FROM generate_series(1, 20000
 CREATE INDEX dup_k ON dup (k);
 ANALYZE dup;
 SELECT * FROM compare_ways('SELECT o.id, d.v FROM orders o JOIN dup d ON d.k = o.cust WHERE o.id < 40');
+-- A semi or anti join stops each inner scan at its first match, inside a
+-- posting list: the next outer row's scan starts afresh.
+SELECT * FROM compare_ways('SELECT o.id FROM orders o WHERE NOT EXISTS (SELECT 1 FROM dup d WHERE d.k = o.cust % 10 AND d.v < 30) AND o.id < 3000');
+SELECT * FROM compare_ways('SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM dup d WHERE d.k = o.cust % 10 AND d.v > 19990) AND o.id < 3000');
 
 -- A plan that ends up serial gets core's Index Scan back: no flush needed.
 SET max_parallel_workers_per_gather = 0;

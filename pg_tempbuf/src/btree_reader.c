@@ -21,10 +21,11 @@
  *	  time (so the output stays in index order), more "=" columns after it,
  *	- and the bounds of the next column.
  * Every other key (a second bound on a column, IS NOT NULL, row
- * comparisons, a later column's bounds) only narrows the result: the node
- * evaluates all of the index conditions on each heap row it fetches, as
- * core does for a lossy index, so a range wider than the keys is never
- * wrong.  A key with a NULL argument matches nothing, as in core.
+ * comparisons, a later column's bounds) only narrows the result: then
+ * the range is wider than the keys ask, tb_btree_scan_exact() says so, and
+ * the node evaluates the index conditions on each heap row it fetches, as
+ * core does for a lossy index.  A key with a NULL argument matches
+ * nothing, as in core.
  *
  * Comparisons are core's _bt_compare() on the private page, with insertion
  * keys built as _bt_first() builds them (cross-type ORDER procs included).
@@ -82,15 +83,19 @@ struct TbBtreeScan
 	int			next_element;
 	bool		has_low;		/* bounds of column nfixed, in index order */
 	KeyValue	low;
+	bool		low_strict;		/* ">" rather than ">=" (in index order) */
 	bool		has_high;
 	KeyValue	high;
+	bool		high_strict;
+	bool		exact;			/* every key is one of the above */
 	BTScanInsert lower;			/* the entries of the current segment: */
 	BTScanInsert upper;			/* from >= lower to <= upper (if any) */
 	bool		bounded_above;
 
 	/* Where the scan is. */
 	bool		in_segment;
-	char	   *leaf;			/* a copy of the leaf being read */
+	bool		past_low;		/* met an entry above a strict lower bound */
+	Page		leaf;			/* the leaf being read, held in the page source */
 	BlockNumber leaf_blkno;
 	OffsetNumber offnum;
 	OffsetNumber maxoff;
@@ -118,7 +123,6 @@ tb_btree_scan_begin(Relation index, TbPageSource *pages, MemoryContext cxt)
 	scan->base = _bt_mkscankey(index, NULL);
 	scan->procs = palloc0(sizeof(OrderProc) * scan->nkeyatts);
 	scan->root = InvalidBlockNumber;
-	scan->leaf = palloc(BLCKSZ);
 	scan->lower = palloc0(keysize);
 	scan->upper = palloc0(keysize);
 	scan->empty = true;
@@ -130,6 +134,16 @@ uint64
 tb_btree_scan_entries(TbBtreeScan *scan)
 {
 	return scan->entries;
+}
+
+/*
+ * Does the range of the current keys hold exactly the entries they match
+ * (so that nobody needs to check them again on the rows)?
+ */
+bool
+tb_btree_scan_exact(TbBtreeScan *scan)
+{
+	return scan->exact;
 }
 
 /*
@@ -302,16 +316,20 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 	ScanKey		high[INDEX_MAX_KEYS] = {0};
 	MemoryContext oldcxt;
 	int			next;
+	int			nusable = 0;	/* keys that could bound the range */
+	int			nused = 0;		/* and those that do */
 
 	MemoryContextReset(scan->keycxt);
 	oldcxt = MemoryContextSwitchTo(scan->keycxt);
 	scan->empty = false;
 	scan->in_segment = false;
+	scan->posting_count = scan->posting_next = 0;
 	scan->nfixed = 0;
 	scan->array_col = -1;
 	scan->nelements = 0;
 	scan->next_element = 0;
 	scan->has_low = scan->has_high = false;
+	scan->low_strict = scan->high_strict = false;
 
 	for (int i = 0; i < nkeys; i++)
 	{
@@ -323,6 +341,7 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 			continue;
 		if (sk->sk_flags & SK_SEARCHNOTNULL)
 			continue;
+		nusable++;
 		if (sk->sk_flags & SK_SEARCHNULL)
 		{
 			if (equal[col] == NULL)
@@ -342,7 +361,10 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 			continue;
 		}
 		if (!usable(scan, sk))
+		{
+			nusable--;
 			continue;
+		}
 		desc = (scan->index->rd_indoption[col] & INDOPTION_DESC) != 0;
 		switch (sk->sk_strategy)
 		{
@@ -381,20 +403,43 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 		}
 		else
 			break;
+		nused++;
 		scan->nfixed = next + 1;
 	}
 	if (!scan->empty && next < scan->nkeyatts)
 	{
+		bool		desc = (scan->index->rd_indoption[next] & INDOPTION_DESC) != 0;
+
 		if (low[next])
 		{
 			scan->has_low = true;
 			scan->low = key_value(low[next]);
+			scan->low_strict = low[next]->sk_strategy ==
+				(desc ? BTLessStrategyNumber : BTGreaterStrategyNumber);
+			nused++;
 		}
 		if (high[next])
 		{
 			scan->has_high = true;
 			scan->high = key_value(high[next]);
+			scan->high_strict = high[next]->sk_strategy ==
+				(desc ? BTGreaterStrategyNumber : BTLessStrategyNumber);
+			nused++;
 		}
+	}
+	/* Keys left out (a second bound, NOT NULL, rows) leave the range wide. */
+	scan->exact = !scan->empty && nused == nusable && nusable == nkeys;
+
+	/*
+	 * So does a bound on one side only, when the column's NULLs sort at the
+	 * other end: they are in the range, and no comparison matches them.
+	 */
+	if (scan->exact && scan->has_low != scan->has_high)
+	{
+		bool		nulls_first = (scan->index->rd_indoption[next] & INDOPTION_NULLS_FIRST) != 0;
+
+		if (scan->has_low ? !nulls_first : nulls_first)
+			scan->exact = false;
 	}
 	scan->bounded_above = scan->nfixed > 0 || scan->has_high;
 	MemoryContextSwitchTo(oldcxt);
@@ -482,10 +527,10 @@ descend(TbBtreeScan *scan, BTScanInsert key)
 static void
 read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 {
-	Page		page = index_page(scan, blkno);
+	Page		page = tb_page_source_hold(scan->pages, scan->index, blkno);
 	BTPageOpaque opaque = BTPageGetOpaque(page);
 
-	memcpy(scan->leaf, page, BLCKSZ);
+	scan->leaf = page;
 	scan->leaf_blkno = blkno;
 	scan->offnum = P_FIRSTDATAKEY(opaque);
 	/* A deleted or half-dead page holds no entry to return. */
@@ -517,6 +562,7 @@ start_segment(TbBtreeScan *scan)
 		make_key(scan, scan->upper, scan->has_high ? &scan->high : NULL);
 
 	read_leaf(scan, descend(scan, scan->lower));
+	scan->past_low = false;
 	if (scan->maxoff == InvalidOffsetNumber)
 	{
 		scan->in_segment = true;
@@ -528,13 +574,14 @@ start_segment(TbBtreeScan *scan)
 	{
 		OffsetNumber mid = low + (high - low) / 2;
 
-		if (_bt_compare(scan->index, scan->lower, (Page) scan->leaf, mid) > 0)
+		if (_bt_compare(scan->index, scan->lower, scan->leaf, mid) > 0)
 			low = mid + 1;
 		else
 			high = mid;
 	}
 	scan->offnum = low;
 	scan->in_segment = true;
+	scan->past_low = false;
 	return true;
 }
 
@@ -549,9 +596,10 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 		return false;
 	for (;;)
 	{
-		Page		page = (Page) scan->leaf;
+		Page		page = scan->leaf;
 		ItemId		lp;
 		IndexTuple	itup;
+		int32		cmp;
 
 		if (scan->posting_next < scan->posting_count)
 		{
@@ -559,10 +607,14 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 			scan->entries++;
 			return true;
 		}
-		if (!scan->in_segment && !start_segment(scan))
+		if (!scan->in_segment)
 		{
-			scan->empty = true;
-			return false;
+			if (!start_segment(scan))
+			{
+				scan->empty = true;
+				return false;
+			}
+			continue;			/* on its leaf now */
 		}
 		if (scan->maxoff == InvalidOffsetNumber || scan->offnum > scan->maxoff)
 		{
@@ -575,16 +627,27 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 			continue;
 		}
 
-		if (scan->bounded_above &&
-			_bt_compare(scan->index, scan->upper, page, scan->offnum) < 0)
+		if (scan->bounded_above)
 		{
-			scan->in_segment = false;
-			continue;
+			cmp = _bt_compare(scan->index, scan->upper, page, scan->offnum);
+			if (cmp < 0 || (cmp == 0 && scan->high_strict && scan->has_high))
+			{
+				scan->in_segment = false;
+				continue;
+			}
 		}
 		lp = PageGetItemId(page, scan->offnum);
 		scan->offnum = OffsetNumberNext(scan->offnum);
 		if (ItemIdIsDead(lp))
 			continue;
+		/* A strict lower bound: the entries equal to it are not in the range. */
+		if (scan->low_strict && !scan->past_low)
+		{
+			if (_bt_compare(scan->index, scan->lower, page,
+							OffsetNumberPrev(scan->offnum)) == 0)
+				continue;
+			scan->past_low = true;
+		}
 		itup = (IndexTuple) PageGetItem(page, lp);
 		if (BTreeTupleIsPosting(itup))
 		{

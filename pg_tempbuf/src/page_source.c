@@ -11,11 +11,11 @@
  * through local buffers would have used), swept by a clock as core's local
  * buffers are.
  *
- * Where a copy comes from depends on who asks:
- *	- the leader copies it out of its own local buffers, reading the page
- *	  into one when it is not there, as a stock scan would;
+ * Where a page comes from depends on who asks:
+ *	- the leader reads it in its own local buffers, as a stock scan would,
+ *	  and keeps the buffer pinned while the caller looks at it: no copy;
  *	- a worker reads the relation's file (page_reader.c), which the leader
- *	  wrote before workers started.
+ *	  wrote before workers started, into its cache.
  * Nothing is written back, no hint bit is set, nothing is pruned: a copy
  * is the page as it was, and during a parallel query the leader changes
  * index and heap pages only in ways any reader takes whole (hint bits,
@@ -23,8 +23,10 @@
  * local buffers but this file in the leader (plan_walk.c), and statements
  * that run code which might do so get no index scan of ours (planner.c).
  *
- * A page returned stays valid until the next call: callers that need one
- * for longer (the leaf being walked) copy it.
+ * A page returned by tb_page_source_get() stays valid until the next call;
+ * one page at a time (the leaf being walked) can be held longer, until
+ * tb_page_source_release() lets it go.  Consecutive requests for the same
+ * page (heap tuples of neighbouring index entries) cost one comparison.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,7 +41,7 @@
 
 #include "pg_tempbuf.h"
 
-/* The fewest pages a cache keeps, whatever temp_buffers says. */
+/* The fewest pages a worker's cache keeps, whatever temp_buffers says. */
 #define TB_PAGE_SOURCE_MIN_PAGES	64
 
 typedef struct PageKey
@@ -58,12 +60,27 @@ typedef struct PageSlot
 {
 	PageKey		key;			/* relid InvalidOid: free */
 	bool		referenced;		/* since the clock hand last passed */
+	bool		held;			/* by tb_page_source_hold(): not a victim */
 	char	   *data;
 } PageSlot;
+
+/* What one get or hold returned: the page and where it lives. */
+typedef struct PageRef
+{
+	PageKey		key;			/* relid InvalidOid: none */
+	Buffer		buffer;			/* leader: pinned; worker: InvalidBuffer */
+	int			slot;			/* worker: its slot */
+	Page		page;
+} PageRef;
 
 struct TbPageSource
 {
 	MemoryContext cxt;
+	bool		from_buffers;	/* the leader */
+	PageRef		current;		/* the last tb_page_source_get() */
+	PageRef		held;
+
+	/* worker: the cache */
 	HTAB	   *lookup;
 	PageSlot   *slots;
 	int			capacity;
@@ -80,6 +97,11 @@ tb_page_source_create(MemoryContext cxt)
 	HASHCTL		ctl;
 
 	src->cxt = cxt;
+	src->from_buffers = !IsParallelWorker();
+	src->current.buffer = src->held.buffer = InvalidBuffer;
+	if (src->from_buffers)
+		return src;
+
 	src->capacity = Max(num_temp_buffers, TB_PAGE_SOURCE_MIN_PAGES);
 	src->slots = MemoryContextAllocZero(cxt, sizeof(PageSlot) * src->capacity);
 	src->scratch = MemoryContextAlloc(cxt, BLCKSZ);
@@ -96,6 +118,26 @@ const TbPageSourceCounters *
 tb_page_source_counts(TbPageSource *src)
 {
 	return &src->counts;
+}
+
+/* Let go of what a reference pins or holds. */
+static void
+unref(TbPageSource *src, PageRef *ref)
+{
+	if (BufferIsValid(ref->buffer))
+		ReleaseBuffer(ref->buffer);
+	else if (ref == &src->held && ref->key.relid != InvalidOid)
+		src->slots[ref->slot].held = false;
+	ref->key.relid = InvalidOid;
+	ref->buffer = InvalidBuffer;
+}
+
+/* Leader, at the end of the scan (or before an error's cleanup would). */
+void
+tb_page_source_close(TbPageSource *src)
+{
+	unref(src, &src->current);
+	unref(src, &src->held);
 }
 
 /* A slot for a new page: a fresh one while there are any, else the clock's. */
@@ -115,7 +157,9 @@ claim_slot(TbPageSource *src)
 		int			slot = src->hand;
 
 		src->hand = (src->hand + 1) % src->capacity;
-		if (victim->referenced)
+		/* Nor the page the last get returned: its caller may still look at it. */
+		if (victim->referenced || victim->held ||
+			(src->current.key.relid != InvalidOid && src->current.slot == slot))
 		{
 			victim->referenced = false;
 			continue;
@@ -125,64 +169,86 @@ claim_slot(TbPageSource *src)
 	}
 }
 
-/* Copy the page out of the leader's own local buffers. */
-static void
-copy_from_local_buffer(Relation rel, BlockNumber blkno, char *dest)
+/* Worker: the cached copy of the page, read from the file when missing. */
+static int
+cached_slot(TbPageSource *src, Relation rel, const PageKey *key)
 {
-	Buffer		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno,
-											RBM_NORMAL, NULL);
+	PageEntry  *entry;
+	PageSlot   *slot;
+	bool		found;
+	int			slotno;
 
-	memcpy(dest, BufferGetPage(buffer), BLCKSZ);
-	ReleaseBuffer(buffer);
+	entry = hash_search(src->lookup, key, HASH_FIND, NULL);
+	if (entry)
+	{
+		src->slots[entry->slot].referenced = true;
+		src->counts.hits++;
+		return entry->slot;
+	}
+
+	slotno = claim_slot(src);
+	slot = &src->slots[slotno];
+	slot->key.relid = InvalidOid;
+	src->counts.rereads += tb_read_page(rel, key->blkno, slot->data, src->scratch);
+	src->counts.read++;
+	entry = hash_search(src->lookup, key, HASH_ENTER, &found);
+	entry->slot = slotno;
+	slot->key = *key;
+	slot->referenced = true;
+	return slotno;
 }
 
-/*
- * Block blkno of rel's main fork, as a private copy valid until the next
- * call.
- */
-Page
-tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno)
+static Page
+fill_ref(TbPageSource *src, PageRef *ref, Relation rel, BlockNumber blkno)
 {
 	PageKey		key;
-	PageEntry  *entry;
-	bool		found;
-	PageSlot   *slot;
-	int			slotno;
 
 	memset(&key, 0, sizeof(key));
 	key.relid = RelationGetRelid(rel);
 	key.blkno = blkno;
-	entry = hash_search(src->lookup, &key, HASH_FIND, NULL);
-	if (entry)
-	{
-		slot = &src->slots[entry->slot];
-		slot->referenced = true;
-		src->counts.hits++;
-		return (Page) slot->data;
-	}
+	if (ref->key.relid == key.relid && ref->key.blkno == key.blkno)
+		return ref->page;
 
-	slotno = claim_slot(src);
-	entry = hash_search(src->lookup, &key, HASH_ENTER, &found);
-	entry->slot = slotno;
-	slot = &src->slots[slotno];
-	slot->key = key;
-	slot->referenced = true;
+	unref(src, ref);
+	if (src->from_buffers)
+	{
+		ref->buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
+		ref->page = BufferGetPage(ref->buffer);
+		src->counts.read++;
+	}
+	else
+	{
+		ref->slot = cached_slot(src, rel, &key);
+		ref->page = (Page) src->slots[ref->slot].data;
+		if (ref == &src->held)
+			src->slots[ref->slot].held = true;
+	}
+	ref->key = key;
+	return ref->page;
+}
 
-	PG_TRY();
-	{
-		if (IsParallelWorker())
-			src->counts.rereads += tb_read_page(rel, blkno, slot->data,
-												src->scratch);
-		else
-			copy_from_local_buffer(rel, blkno, slot->data);
-	}
-	PG_CATCH();
-	{
-		hash_search(src->lookup, &key, HASH_REMOVE, NULL);
-		slot->key.relid = InvalidOid;
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	src->counts.read++;
-	return (Page) slot->data;
+/*
+ * Block blkno of rel's main fork, valid until the next call (the held page
+ * excepted).
+ */
+Page
+tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno)
+{
+	return fill_ref(src, &src->current, rel, blkno);
+}
+
+/*
+ * The same, valid until tb_page_source_release() or the next hold, whatever
+ * is got meanwhile.
+ */
+Page
+tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno)
+{
+	return fill_ref(src, &src->held, rel, blkno);
+}
+
+void
+tb_page_source_release(TbPageSource *src)
+{
+	unref(src, &src->held);
 }

@@ -244,13 +244,16 @@ extern int	tb_scans_awaiting_run;
 typedef struct TbPageSource TbPageSource;
 typedef struct TbPageSourceCounters
 {
-	uint64		read;			/* copies made */
-	uint64		hits;			/* pages found among the copies */
+	uint64		read;			/* pages read: copies made, or buffers pinned */
+	uint64		hits;			/* pages found among a worker's copies */
 	uint64		rereads;		/* file reads done again (page_reader.c) */
 } TbPageSourceCounters;
 
 extern TbPageSource *tb_page_source_create(MemoryContext cxt);
 extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
+extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
+extern void tb_page_source_release(TbPageSource *src);
+extern void tb_page_source_close(TbPageSource *src);
 extern const TbPageSourceCounters *tb_page_source_counts(TbPageSource *src);
 
 /* btree_reader.c: range scans of a btree through private pages */
@@ -260,6 +263,7 @@ extern TbBtreeScan *tb_btree_scan_begin(Relation index, TbPageSource *pages,
 extern void tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys);
 extern bool tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid);
 extern uint64 tb_btree_scan_entries(TbBtreeScan *scan);
+extern bool tb_btree_scan_exact(TbBtreeScan *scan);
 
 /*
  * temp_index_scan.c: the Temp Index Scan executor node, "Custom Scan (Temp

@@ -28,8 +28,8 @@
  * is what the node becomes again in a plan that ended up serial
  * (plan_walk.c).  The scan's quals are core's: plan.qual is the Index
  * Scan's filter, and the index conditions (indexqualorig, in
- * custom_exprs) are checked on every row fetched, since btree_reader.c may
- * return a wider range than the keys ask for.
+ * custom_exprs) are checked on every row fetched when btree_reader.c scans
+ * a wider range than the keys ask for.
  *
  *-------------------------------------------------------------------------
  */
@@ -71,7 +71,7 @@ typedef struct TempIndexScanState
 
 	Relation	index;
 	IndexScan  *stock;			/* the plan's child: core's plan of the scan */
-	ExprState  *index_conds;	/* indexqualorig, checked on every row */
+	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
 
 	/* core's scan keys, their runtime parts evaluated at each rescan */
 	ScanKey		keys;
@@ -428,7 +428,8 @@ index_scan_next(ScanState *ss)
 			continue;
 		store_tuple(is, slot);
 		econtext->ecxt_scantuple = slot;
-		if (is->index_conds && !ExecQual(is->index_conds, econtext))
+		if (is->index_conds && !tb_btree_scan_exact(is->btree) &&
+			!ExecQual(is->index_conds, econtext))
 		{
 			InstrCountFiltered2(&ss->ps, 1);
 			ResetExprContext(econtext);
@@ -461,6 +462,8 @@ index_scan_end(CustomScanState *node)
 		tb_scans_awaiting_run--;
 		is->awaits_run = false;
 	}
+	if (is->pages)
+		tb_page_source_close(is->pages);
 	if (is->toast)
 		tb_toast_reader_close(is->toast);
 	if (is->index)

@@ -1,0 +1,229 @@
+"""Differential proof of the Temp Index Scan: parallel result == serial result.
+
+Each generated case builds the temporary table `t` with btree indexes of every kind the scan
+reads (unique-ish, multi-column, DESC NULLS FIRST, on an expression, partial, one on a column
+with many duplicates, which deduplicates into posting lists), runs a random MVCC history on it
+(mvcc_history.py: committed, aborted and half-rolled-back transactions, updates that move rows
+in the indexes, HOT updates, deletions, flushes, evictions, VACUUM, TRUNCATE, out-of-line values)
+with reads through the indexes in between that mark dead entries in the leader, leaves a
+transaction open with a live subtransaction, and runs index shapes twice: with parallel plans
+forced and sequential scans of `t` disabled, and with pg_tempbuf.parallel_scan = off (core's
+serial index scans).  Both must return the same rows, or raise the same error.
+
+Shapes: the inner side of a nested loop rescanned with each outer row's key (equality, a range
+after an equality prefix, `= ANY(array)` with duplicates and NULLs, IS NULL, a cross-type key),
+semi and anti joins, a merge join reading the index in order, ORDER BY ... LIMIT over a join,
+out-of-line values fetched through the index scan.  Half of the queries run without the
+leader's participation, so that workers do all of the parallel part.
+
+Each run counts the queries whose plan had a Temp Index Scan under a Gather that launched
+workers, and those where a worker returned rows from it, and requires both.
+
+PGTB_INDEX_EXAMPLES sets the number of cases (default: a fast subset for `make test`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mvcc_history import history_step, open_transaction, replay_history, run, statement
+from pglab.cluster import Cluster
+
+from conftest import FORCE_PARALLEL
+
+EXAMPLES = int(os.environ.get("PGTB_INDEX_EXAMPLES", "20"))
+
+INDEXES = [
+    "CREATE INDEX t_id ON t (id)",
+    "CREATE INDEX t_a_id ON t (a, id)",
+    "CREATE INDEX t_a_desc ON t (a DESC NULLS FIRST, n)",
+    "CREATE INDEX t_lower_s ON t (lower(s))",
+    "CREATE INDEX t_n_small ON t (n) WHERE a < 25",
+    "CREATE INDEX t_a ON t (a)",
+]
+
+# Reads through t's indexes in the leader, between history steps: they mark the entries of
+# dead rows dead (LP_DEAD), which a later parallel scan then meets.
+INDEX_READS = [
+    "SELECT count(*) FROM t WHERE id > 0",
+    "SELECT count(*) FROM t WHERE a >= 0",
+    "SELECT count(*) FROM t WHERE lower(s) > ''",
+]
+
+# (template, row order significant, join methods left on)
+SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
+    "nl_eq": ("SELECT perm.b, t.id, t.a, t.n FROM perm JOIN t ON t.id = perm.b WHERE perm.a < {k}",
+              False, ("nestloop",)),
+    "nl_prefix_range": ("SELECT perm.b, t.id FROM perm JOIN t ON t.a = perm.a AND t.id BETWEEN perm.b - {k} * 20 "
+                        "AND perm.b + {k}", False, ("nestloop",)),
+    "nl_prefix_gt": ("SELECT count(*), sum(t.id), max(t.s) FROM perm JOIN t ON t.a = perm.a AND t.id > {k} * 9",
+                     False, ("nestloop",)),
+    "nl_any": ("SELECT perm.b, t.id FROM perm JOIN t ON t.id = ANY (ARRAY[perm.b, perm.b + {k}, perm.b, NULL]) "
+               "WHERE perm.b % 3 = 0", False, ("nestloop",)),
+    "nl_const_any": ("SELECT perm.b, t.a, t.id FROM perm JOIN t ON t.a = ANY ('{{{k}, 3, 3, 41}}') "
+                     "AND t.id = perm.b", False, ("nestloop",)),
+    "nl_is_null": ("SELECT perm.b, t.id FROM perm JOIN t ON t.a IS NULL AND t.id = perm.b", False, ("nestloop",)),
+    "nl_desc": ("SELECT perm.b, t.id, t.n FROM perm JOIN t ON t.a = perm.a AND t.n < perm.b * 1.5 "
+                "WHERE perm.b < {k} * 30", False, ("nestloop",)),
+    "nl_expr": ("SELECT perm.b, t.id FROM perm JOIN t ON lower(t.s) = md5((perm.b + {k})::text)",
+                False, ("nestloop",)),
+    "nl_partial": ("SELECT perm.b, t.id FROM perm JOIN t ON t.n = perm.b * 1.5 AND t.a < 25", False, ("nestloop",)),
+    "nl_cross_type": ("SELECT perm.b, t.id FROM perm JOIN t ON t.id = perm.b::int2 WHERE perm.b < 30000",
+                      False, ("nestloop",)),
+    "semi": ("SELECT count(*), sum(perm.b) FROM perm WHERE EXISTS (SELECT 1 FROM t WHERE t.id = perm.b + {k})",
+             False, ("nestloop",)),
+    "anti": ("SELECT count(*), sum(perm.b) FROM perm WHERE NOT EXISTS "
+             "(SELECT 1 FROM t WHERE t.a = perm.a AND t.id < {k} * 10)", False, ("nestloop",)),
+    "merge": ("SELECT perm.b, t.id, t.s FROM perm JOIN t ON t.id = perm.b AND t.id < {k} * 40", False, ("mergejoin",)),
+    "limit": ("SELECT t.id, perm.b FROM perm JOIN t ON t.id = perm.b ORDER BY t.id, perm.b LIMIT {k}",
+              True, ("nestloop", "mergejoin")),
+    "toast": ("SELECT count(*), sum(length(t.w)), max(md5(t.w)) FROM perm JOIN t ON t.id = perm.b",
+              False, ("nestloop",)),
+}
+JOIN_SETTINGS = {"nestloop": "enable_nestloop", "mergejoin": "enable_mergejoin", "hashjoin": "enable_hashjoin"}
+
+
+@dataclass
+class ShapeQuery:
+    shape: str
+    sql: str
+    ordered: bool
+    join_methods: tuple[str, ...]
+    leader_participates: bool  # off: workers do all of the parallel part
+
+
+@st.composite
+def shape_query(draw: st.DrawFn) -> ShapeQuery:
+    shape = draw(st.sampled_from(sorted(SHAPES)))
+    template, ordered, methods = SHAPES[shape]
+    return ShapeQuery(shape, template.format(k=draw(st.integers(1, 40))), ordered, methods, draw(st.booleans()))
+
+
+@st.composite
+def index_step(draw: st.DrawFn) -> list[str]:
+    """A history step, or a read through an index in the leader."""
+    if draw(st.integers(0, 3)) == 0:
+        return ["SET enable_seqscan = off", "SET enable_bitmapscan = off", draw(st.sampled_from(INDEX_READS)),
+                "RESET enable_seqscan", "RESET enable_bitmapscan"]
+    return draw(history_step(True))
+
+
+@dataclass
+class Case:
+    temp_buffers: int
+    history: list[list[str]]
+    open_tx: list[str]
+    open_subtx: list[str]
+    rollback_open_subtx: bool
+    queries: list[ShapeQuery] = field(default_factory=list)
+
+
+@st.composite
+def case(draw: st.DrawFn) -> Case:
+    return Case(
+        temp_buffers=draw(st.sampled_from([100, 1024, 16384])),
+        history=draw(st.lists(index_step(), min_size=1, max_size=6)),
+        open_tx=draw(st.lists(statement(True), max_size=3)),
+        open_subtx=draw(st.lists(statement(True), max_size=3)),
+        rollback_open_subtx=draw(st.booleans()),
+        queries=draw(st.lists(shape_query(), min_size=3, max_size=8)),
+    )
+
+
+def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool]:
+    """(a Temp Index Scan under a Gather that launched workers, a worker returned rows from
+    one), from EXPLAIN ANALYZE VERBOSE; the savepoint q is restored when the query fails."""
+    try:
+        row = conn.execute(f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) {sql}").fetchone()
+    except psycopg.Error:
+        conn.execute("ROLLBACK TO SAVEPOINT q")
+        return False, False
+    assert row is not None
+    under = False
+    in_worker = False
+    pending: list[tuple[dict[str, Any], bool]] = [(row[0][0]["Plan"], False)]
+    while pending:
+        node, launched = pending.pop()
+        launched = launched or node.get("Workers Launched", 0) > 0
+        if node.get("Custom Plan Provider") == "Temp Index Scan" and launched:
+            under = True
+            in_worker = in_worker or any(w.get("Actual Rows", 0) > 0 for w in node.get("Workers", []))
+        pending.extend((child, launched) for child in node.get("Plans", []))
+    return under, in_worker
+
+
+def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
+    with preloaded_cluster.connect() as admin:
+        admin.execute("DROP TABLE IF EXISTS perm")
+        admin.execute(
+            "CREATE TABLE perm AS SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 50 END AS a, g AS b "
+            "FROM generate_series(1, 3000) g"
+        )
+        admin.execute("ANALYZE perm")
+
+    ran = Counter[str]()
+    under_gather = Counter[str]()
+    in_workers = Counter[str]()
+
+    def compare(conn: psycopg.Connection[Any], q: ShapeQuery, c: Case) -> None:
+        for name, value in FORCE_PARALLEL.items():
+            conn.execute(f"SET {name} = {value}")
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        conn.execute(f"SET parallel_leader_participation = {'on' if q.leader_participates else 'off'}")
+        disabled = [setting for method, setting in JOIN_SETTINGS.items() if method not in q.join_methods]
+        for name in disabled:
+            conn.execute(f"SET {name} = off")
+        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        ran[q.shape] += 1
+        under, in_worker = index_scans_in_workers(conn, q.sql)
+        under_gather[q.shape] += under
+        in_workers[q.shape] += in_worker
+        ours = run(conn, q.sql, q.ordered)
+        if ours[0] == "error":
+            conn.execute("ROLLBACK TO SAVEPOINT q")
+        conn.execute("SET pg_tempbuf.parallel_scan = off")
+        stock = run(conn, q.sql, q.ordered)
+        if stock[0] == "error":
+            conn.execute("ROLLBACK TO SAVEPOINT q")
+        for name in [*disabled, "enable_seqscan", "enable_bitmapscan", "parallel_leader_participation"]:
+            conn.execute(f"RESET {name}")
+        assert ours == stock, f"mismatch for {q.sql!r} ({q.shape})\ncase: {c}"
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=os.environ.get("PGTB_DIFF_RANDOM") is None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(case())
+    def check(c: Case) -> None:
+        with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
+            conn.execute("CREATE TEMP TABLE t (id bigserial, a int, n numeric, s text, w text)")
+            for sql in INDEXES:
+                conn.execute(sql)
+            replay_history(conn, c.history)
+            conn.execute("ANALYZE t")
+            open_transaction(conn, c.open_tx, c.open_subtx, c.rollback_open_subtx)
+            for q in c.queries:
+                compare(conn, q, c)
+            conn.execute("ROLLBACK")
+
+    check()
+    print("index differential: queries with a Temp Index Scan under a Gather that launched workers "
+          "/ with rows returned by a worker / run:")
+    for shape in sorted(ran):
+        print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {ran[shape]}")
+    print(f"  total: {sum(under_gather.values())} / {sum(in_workers.values())} / {sum(ran.values())}")
+
+    assert sum(ran.values()) > 0
+    assert sum(in_workers.values()) > 0, "no worker ever returned rows from a Temp Index Scan"
+    for shape, count in ran.items():
+        if count >= 4 and shape not in ("anti", "limit"):
+            assert under_gather[shape] > 0, f"{shape}: no Temp Index Scan under Gather in {count} queries"
