@@ -6,10 +6,8 @@
  *
  * A sequential scan reads each page once and keeps only the one in hand
  * (temp_scan.c).  An index scan descends the same inner pages for every
- * key and comes back to heap pages, so each participant keeps copies in a
- * cache of temp_buffers pages (the memory a session reading the table
- * through local buffers would have used), swept by a clock as core's local
- * buffers are.
+ * key and comes back to heap pages, so each worker keeps copies in a small
+ * cache, swept by a clock as core's local buffers are.
  *
  * Where a page comes from depends on who asks:
  *	- the leader reads it in its own local buffers, as a stock scan would,
@@ -41,8 +39,16 @@
 
 #include "pg_tempbuf.h"
 
-/* The fewest pages a worker's cache keeps, whatever temp_buffers says. */
+/*
+ * The pages a worker's cache keeps: temp_buffers, within these bounds.  A
+ * worker lives for one execution, and its cache's memory is new to it:
+ * every page of memory first touched costs a fault and the kernel's
+ * zeroing, more than reading the page again from the OS cache once the
+ * cache is full of pages not asked for since.  16 MB keeps the inner pages
+ * of every index in reach, and a nested loop's recent leaves and heap pages.
+ */
 #define TB_PAGE_SOURCE_MIN_PAGES	64
+#define TB_PAGE_SOURCE_MAX_PAGES	2048
 
 typedef struct PageKey
 {
@@ -102,7 +108,8 @@ tb_page_source_create(MemoryContext cxt)
 	if (src->from_buffers)
 		return src;
 
-	src->capacity = Max(num_temp_buffers, TB_PAGE_SOURCE_MIN_PAGES);
+	src->capacity = Min(Max(num_temp_buffers, TB_PAGE_SOURCE_MIN_PAGES),
+						TB_PAGE_SOURCE_MAX_PAGES);
 	src->slots = MemoryContextAllocZero(cxt, sizeof(PageSlot) * src->capacity);
 	src->scratch = MemoryContextAlloc(cxt, BLCKSZ);
 	ctl.keysize = sizeof(PageKey);

@@ -32,6 +32,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/genam.h"
 #include "access/table.h"
 #include "access/transam.h"
@@ -547,12 +549,38 @@ index_dirty_pages(IndexOptInfo *index)
 }
 
 /*
+ * What a participant's private reads of the pages an unparameterized index
+ * path touches cost beyond core's price: each page once (page_source.c
+ * caches them), like the Temp Seq Scan's private reads.  Such a scan under
+ * Gather runs whole in every participant, and core prices a correlated one
+ * at as little as seq_page_cost a page.  A parameterized path needs
+ * nothing more: core prices each distinct page its loops touch at
+ * random_page_cost (index_pages_fetched() in cost_index()), more than a
+ * private read, and the participants of a partial join share the loops.
+ */
+static Cost
+private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_count)
+{
+	IndexOptInfo *index = ipath->indexinfo;
+	double		tuples = ipath->indexselectivity * rel->tuples;
+	double		heap_pages;
+	double		index_pages;
+
+	if (loop_count > 1.0)
+		return 0.0;
+	heap_pages = index_pages_fetched(tuples, rel->pages, (double) index->pages, root);
+	index_pages = ceil(ipath->indexselectivity * index->pages);
+	return tb_read_page_cost * (heap_pages + index_pages);
+}
+
+/*
  * Offer a Temp Index Scan for each btree index path core made for rel,
  * forward or unordered (a backward scan is not written yet), with no ORDER
  * BY operator.  An Index Only Scan path comes back as an index scan: see
  * temp_index_scan.c.  price holds the table's (and its toast relation's)
  * dirty pages; a parameterized path is rescanned once per outer row, but
- * the flush happens once per execution, so each scan bears its share.
+ * the flush happens once per execution and a page is read privately once,
+ * so each scan bears its share of both.
  */
 static void
 add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
@@ -577,6 +605,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		CustomPath *cpath;
 		TbScanPrice index_price = *price;
 		Cost		flush;
+		Cost		reads;
 
 		if (index->relam != BTREE_AM_OID ||
 			ipath->indexorderbys != NIL ||
@@ -592,6 +621,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 
 		index_price.dirty_pages += index_dirty_pages(index);
 		flush = tb_priced_flush(&index_price);
+		reads = private_reads(root, rel, ipath, loop_count);
 
 		tpath = palloc0(sizeof(TempIndexPath));
 		cpath = &tpath->cpath;
@@ -609,7 +639,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		cpath->path.pathkeys = ipath->path.pathkeys;
 		TbCopyDisabledNodes(&cpath->path, &ipath->path);
 		cpath->path.startup_cost = ipath->path.startup_cost + flush / loop_count;
-		cpath->path.total_cost = ipath->path.total_cost + flush / loop_count;
+		cpath->path.total_cost = ipath->path.total_cost + (flush + reads) / loop_count;
 		cpath->custom_paths = list_make1(ipath);
 		cpath->methods = &temp_index_path_methods;
 		add_path(rel, &cpath->path);
