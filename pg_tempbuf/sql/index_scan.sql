@@ -155,7 +155,7 @@ SELECT * FROM compare_ways('SELECT o.id, items_count(o.id) FROM orders o JOIN it
 
 -- EXPLAIN ANALYZE: what the leader's part did (how much of the work it
 -- got before the workers took the rest is a race: masked).
-SELECT regexp_replace(regexp_replace(line, '(Leader Index Entries|Leader Page Copies|Pages Flushed): \d+', '\1: N'),
+SELECT regexp_replace(regexp_replace(line, '(Leader Index Entries|Leader Heap Fetches|Pages Flushed): \d+', '\1: N'),
                       'actual rows=[0-9.]+ loops=\d+', 'actual rows=R loops=L') AS line
   FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
     SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.id < 100') AS line

@@ -13,12 +13,11 @@
  * each participant runs the whole scan it is given.
  *
  * Every participant, the leader included, descends the index and fetches
- * heap tuples through private page copies (btree_reader.c over
- * page_source.c): the leader copies from its local buffers, workers read
- * the files, which the leader flushes when the executor starts running the
- * plan, before Gather launches anyone.  Nobody sets hint bits, prunes or
- * marks entries dead, so nothing a worker reads changes but in ways it
- * takes whole.  Visibility is decided on the copy by tb_tuple_visible(),
+ * heap tuples through page_source.c (btree_reader.c): the leader reads its
+ * own local buffers, workers private copies from the files, which the
+ * leader flushes when the executor starts running the plan, before Gather
+ * launches anyone.  Nobody sets hint bits, prunes or marks entries dead,
+ * so nothing a worker reads changes but in ways it takes whole.  Visibility is decided on the copy by tb_tuple_visible(),
  * following HOT chains as heap_hot_search_buffer() does; out-of-line
  * values are fetched through toast_reader.c, by every participant alike.
  *
@@ -41,6 +40,7 @@
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/relscan.h"
+#include "access/sysattr.h"
 #include "executor/executor.h"
 #include "executor/nodeIndexscan.h"
 #include "miscadmin.h"
@@ -90,6 +90,7 @@ typedef struct TempIndexScanState
 	uint64		toast_rereads;
 	Datum	   *values;
 	bool	   *isnull;
+	TupleDesc	deform;			/* PostgreSQL 15: the columns deformed */
 
 	/* leader: the flush when the executor runs the plan */
 	bool		awaits_run;
@@ -97,9 +98,10 @@ typedef struct TempIndexScanState
 	double		est_flush_cost;
 	int64		pages_flushed;
 	double		flush_ms;
-	uint64		heap_fetches;	/* this participant's, for EXPLAIN */
+	uint64		heap_fetches;	/* TIDs looked up, for EXPLAIN */
 } TempIndexScanState;
 
+static void plan_deform(TempIndexScanState *is);
 static Node *index_scan_create_state(CustomScan *cscan);
 static void index_scan_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *index_scan_exec(CustomScanState *node);
@@ -220,6 +222,7 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	is->pages = tb_page_source_create(estate->es_query_cxt);
 	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
+	plan_deform(is);
 	is->values = palloc(sizeof(Datum) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
 	is->isnull = palloc(sizeof(bool) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
 
@@ -383,15 +386,55 @@ store_tuple(TempIndexScanState *is, TupleTableSlot *slot)
 		ExecStoreHeapTuple(tuple, slot, false);
 	else
 	{
-		/* PostgreSQL 15's virtual slot, with the defaults of added columns. */
-		int			natts = HeapTupleHeaderGetNatts(tuple->t_data);
+		/*
+		 * PostgreSQL 15's virtual slot: the columns up to the last one read,
+		 * with the defaults of columns added since the row was written; the
+		 * rest NULL, read by nobody.
+		 */
+		int			natts = Min(HeapTupleHeaderGetNatts(tuple->t_data), is->deform->natts);
 
 		ExecClearTuple(slot);
-		heap_deform_tuple(tuple, desc, slot->tts_values, slot->tts_isnull);
-		if (natts < desc->natts)
-			slot_getmissingattrs(slot, natts, desc->natts);
+		heap_deform_tuple(tuple, is->deform, slot->tts_values, slot->tts_isnull);
+		if (natts < is->deform->natts)
+			slot_getmissingattrs(slot, natts, is->deform->natts);
+		if (is->deform->natts < desc->natts)
+			memset(slot->tts_isnull + is->deform->natts, true,
+				   (desc->natts - is->deform->natts) * sizeof(bool));
 		ExecStoreVirtualTuple(slot);
 	}
+}
+
+/*
+ * For a virtual scan slot (PostgreSQL 15): the table's descriptor cut after
+ * the last column anything reads from the slot, so that a wide row is not
+ * deformed whole for two of its columns.  Without a projection the parent
+ * reads the slot itself: every column.
+ */
+static void
+plan_deform(TempIndexScanState *is)
+{
+	CustomScan *cscan = (CustomScan *) is->css.ss.ps.plan;
+	TupleDesc	desc = RelationGetDescr(is->css.ss.ss_currentRelation);
+	Bitmapset  *attrs = NULL;
+	int			last = desc->natts;
+
+	if (is->css.ss.ps.ps_ProjInfo != NULL)
+	{
+		int			attno = -1;
+
+		pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid, &attrs);
+		pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
+		pull_varattnos((Node *) cscan->custom_exprs, cscan->scan.scanrelid, &attrs);
+		/* A whole-row reference (attno 0) reads every column. */
+		if (!bms_is_member(-FirstLowInvalidHeapAttributeNumber, attrs))
+		{
+			last = 0;
+			while ((attno = bms_next_member(attrs, attno)) >= 0)
+				last = Max(last, attno + FirstLowInvalidHeapAttributeNumber);
+		}
+	}
+	is->deform = CreateTupleDescCopy(desc);
+	is->deform->natts = Min(Max(last, 0), desc->natts);
 }
 
 static void
@@ -509,6 +552,5 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	/* Workers' figures stay in the workers: the node has no shared memory. */
 	ExplainPropertyInteger("Leader Index Entries", NULL,
 						   tb_btree_scan_entries(is->btree), es);
-	ExplainPropertyInteger("Leader Page Copies", NULL,
-						   tb_page_source_counts(is->pages)->read, es);
+	ExplainPropertyInteger("Leader Heap Fetches", NULL, is->heap_fetches, es);
 }

@@ -23,7 +23,7 @@ class Sizes:
 
     big_rows: int  # the permanent table of the join and semi-join shapes
     keys_rows: int  # the small staged-keys temp table
-    facts_rows: int  # the temp table read several times (self-join, CTE, subquery)
+    facts_rows: int  # the temp table read several times (self-join, CTE, subquery), and the indexed one
     parts_rows: int  # the partitioned temp table, over `partitions` partitions
     partitions: int
     docs_rows: int  # the TOAST shape's table

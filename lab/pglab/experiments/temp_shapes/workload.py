@@ -62,6 +62,15 @@ SHAPES: tuple[Shape, ...] = (
           "SELECT grp % 10 AS g, count(*), count(doc), sum(length(doc)), "
           "count(*) FILTER (WHERE doc LIKE '%abc%') FROM {p}docs GROUP BY 1",
           acceptance_vs_unlogged=True),
+    # Issue 22: an indexed temp table read through its index inside the parallel part.
+    Shape("index_nested_loop", "big permanent table JOIN indexed temp table (nested loop on its primary key)",
+          ("indexed",),
+          "SELECT count(*), sum(i.v) FROM big b JOIN {p}indexed i ON i.id = b.id WHERE b.key % 100 = 7",
+          acceptance_vs_unlogged=True),
+    Shape("index_range_join", "a join reading the indexed temp side by a key and a range (contrib/tempscan's)",
+          ("indexed",),
+          "SELECT count(*), sum(b.amount) FROM big b JOIN {p}indexed i ON i.grp = b.key % 1000 AND i.id < 5000 "
+          "WHERE b.amount < 10"),
 )
 SHAPE_NAMES = tuple(s.name for s in SHAPES)
 
@@ -92,6 +101,11 @@ def table_setup(name: str, config: Config, sizes: Sizes) -> list[str]:
         return [f"CREATE {kind} TABLE {t} (id int NOT NULL, grp int NOT NULL, v int NOT NULL, note text)",
                 f"INSERT INTO {t} SELECT g, g % 1000, (g::bigint * 7919 % 10007)::int, md5(g::text) "
                 f"FROM generate_series(1, {sizes.facts_rows}) g"]
+    if name == "indexed":
+        return [f"CREATE {kind} TABLE {t} (id int PRIMARY KEY, grp int NOT NULL, v int NOT NULL, note text)",
+                f"INSERT INTO {t} SELECT g, g % 1000, (g::bigint * 7919 % 10007)::int, md5(g::text) "
+                f"FROM generate_series(1, {sizes.facts_rows}) g",
+                f"CREATE INDEX ON {t} (grp, id)"]
     if name == "parts":
         # A partitioned table has no storage: UNLOGGED applies to its partitions (PostgreSQL 18
         # refuses UNLOGGED on the parent); a temporary parent needs temporary partitions.
