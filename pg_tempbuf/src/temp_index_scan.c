@@ -90,7 +90,8 @@ typedef struct TempIndexScanState
 	uint64		toast_rereads;
 	Datum	   *values;
 	bool	   *isnull;
-	TupleDesc	deform;			/* PostgreSQL 15: the columns deformed */
+	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
+	int			deform_natts;
 
 	/* leader: the flush when the executor runs the plan */
 	bool		awaits_run;
@@ -222,7 +223,8 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	is->pages = tb_page_source_create(estate->es_query_cxt);
 	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
-	plan_deform(is);
+	if (!TTS_IS_HEAPTUPLE(node->ss.ss_ScanTupleSlot))
+		plan_deform(is);
 	is->values = palloc(sizeof(Datum) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
 	is->isnull = palloc(sizeof(bool) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
 
@@ -388,27 +390,26 @@ store_tuple(TempIndexScanState *is, TupleTableSlot *slot)
 	{
 		/*
 		 * PostgreSQL 15's virtual slot: the columns up to the last one read,
-		 * with the defaults of columns added since the row was written; the
-		 * rest NULL, read by nobody.
+		 * deformed by a heap tuple slot (which knows the defaults of columns
+		 * added since the row was written); the rest NULL, read by nobody.
 		 */
-		int			natts = Min(HeapTupleHeaderGetNatts(tuple->t_data), is->deform->natts);
-
+		ExecStoreHeapTuple(tuple, is->deformer, false);
+		slot_getsomeattrs(is->deformer, is->deform_natts);
 		ExecClearTuple(slot);
-		heap_deform_tuple(tuple, is->deform, slot->tts_values, slot->tts_isnull);
-		if (natts < is->deform->natts)
-			slot_getmissingattrs(slot, natts, is->deform->natts);
-		if (is->deform->natts < desc->natts)
-			memset(slot->tts_isnull + is->deform->natts, true,
-				   (desc->natts - is->deform->natts) * sizeof(bool));
+		memcpy(slot->tts_values, is->deformer->tts_values, is->deform_natts * sizeof(Datum));
+		memcpy(slot->tts_isnull, is->deformer->tts_isnull, is->deform_natts * sizeof(bool));
+		if (is->deform_natts < desc->natts)
+			memset(slot->tts_isnull + is->deform_natts, true,
+				   (desc->natts - is->deform_natts) * sizeof(bool));
 		ExecStoreVirtualTuple(slot);
 	}
 }
 
 /*
- * For a virtual scan slot (PostgreSQL 15): the table's descriptor cut after
- * the last column anything reads from the slot, so that a wide row is not
- * deformed whole for two of its columns.  Without a projection the parent
- * reads the slot itself: every column.
+ * For a virtual scan slot (PostgreSQL 15): the last column anything reads
+ * from the slot, so that a wide row is not deformed whole for two of its
+ * columns.  Without a projection the parent reads the slot itself: every
+ * column.
  */
 static void
 plan_deform(TempIndexScanState *is)
@@ -433,8 +434,9 @@ plan_deform(TempIndexScanState *is)
 				last = Max(last, attno + FirstLowInvalidHeapAttributeNumber);
 		}
 	}
-	is->deform = CreateTupleDescCopy(desc);
-	is->deform->natts = Min(Max(last, 0), desc->natts);
+	is->deform_natts = Min(Max(last, 0), desc->natts);
+	is->deformer = ExecAllocTableSlot(&is->css.ss.ps.state->es_tupleTable, desc,
+									  &TTSOpsHeapTuple);
 }
 
 static void
