@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pglab.cluster import Cluster
 
@@ -63,6 +64,29 @@ def session(preloaded_cluster: Cluster) -> Iterator[psycopg.Connection[Any]]:
     """A fresh autocommit session on the preloaded cluster."""
     with preloaded_cluster.connect() as conn:
         yield conn
+
+
+def differential_settings(examples: int) -> settings:
+    """The hypothesis settings of the differential suites: no deadline (a case builds tables),
+    examples derandomized unless PGTB_DIFF_RANDOM is set."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=os.environ.get("PGTB_DIFF_RANDOM") is None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+def create_perm_table(cluster: Cluster) -> None:
+    """The permanent table `perm (a, b)` the shape suites join temporary tables with: 3,000 rows,
+    a NULL every 97th."""
+    with cluster.connect() as admin:
+        admin.execute("DROP TABLE IF EXISTS perm")
+        admin.execute(
+            "CREATE TABLE perm AS SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 50 END AS a, g AS b "
+            "FROM generate_series(1, 3000) g"
+        )
+        admin.execute("ANALYZE perm")
 
 
 def force_parallel(conn: psycopg.Connection[Any]) -> None:

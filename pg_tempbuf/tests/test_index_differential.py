@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from mvcc_history import history_step, open_transaction, replay_history, run, statement
 from pglab.cluster import Cluster
 
-from conftest import FORCE_PARALLEL
+from conftest import FORCE_PARALLEL, create_perm_table, differential_settings
 
 EXAMPLES = int(os.environ.get("PGTB_INDEX_EXAMPLES", "20"))
 
@@ -160,13 +160,7 @@ def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[boo
 
 
 def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
-    with preloaded_cluster.connect() as admin:
-        admin.execute("DROP TABLE IF EXISTS perm")
-        admin.execute(
-            "CREATE TABLE perm AS SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 50 END AS a, g AS b "
-            "FROM generate_series(1, 3000) g"
-        )
-        admin.execute("ANALYZE perm")
+    create_perm_table(preloaded_cluster)
 
     with preloaded_cluster.connect() as admin:
         row = admin.execute("SELECT current_setting('server_version_num')::int >= 180000").fetchone()
@@ -210,12 +204,7 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"RESET {name}")
         assert ours == stock, f"mismatch for {q.sql!r} ({q.shape})\ncase: {c}"
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=os.environ.get("PGTB_DIFF_RANDOM") is None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @differential_settings(EXAMPLES)
     @given(case())
     def check(c: Case) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:

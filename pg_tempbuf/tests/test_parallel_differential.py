@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import FORCE_PARALLEL, count_flush_facts, leader_copies_unavailable, temp_scan_nodes, workers_read
+from conftest import (FORCE_PARALLEL, count_flush_facts, differential_settings, leader_copies_unavailable,
+                      temp_scan_nodes, workers_read)
 from mvcc_history import create_leader_probes, history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
 
@@ -123,12 +124,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     used = Counter[str]()
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=os.environ.get("PGTB_DIFF_RANDOM") is None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @differential_settings(EXAMPLES)
     @given(case())
     def check(c: Case) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from mvcc_history import (
     create_leader_probes,
@@ -41,7 +41,7 @@ from mvcc_history import (
 )
 from pglab.cluster import Cluster
 
-from conftest import FORCE_PARALLEL, count_flush_facts, temp_scan_nodes
+from conftest import FORCE_PARALLEL, create_perm_table, differential_settings, count_flush_facts, temp_scan_nodes
 
 EXAMPLES = int(os.environ.get("PGTB_SHAPES_EXAMPLES", "25"))
 
@@ -237,13 +237,7 @@ def server_compressions(cluster: Cluster) -> list[str]:
 
 
 def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
-    with preloaded_cluster.connect() as admin:
-        admin.execute("DROP TABLE IF EXISTS perm")
-        admin.execute(
-            "CREATE TABLE perm AS SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 50 END AS a, g AS b "
-            "FROM generate_series(1, 3000) g"
-        )
-        admin.execute("ANALYZE perm")
+    create_perm_table(preloaded_cluster)
 
     ran = Counter[str]()
     parallel = Counter[str]()
@@ -271,12 +265,7 @@ def test_shapes_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"RESET {name}")
         assert ours == stock, f"mismatch for {sql!r} ({shape})\ncase: {c}"
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=os.environ.get("PGTB_DIFF_RANDOM") is None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
+    @differential_settings(EXAMPLES)
     @given(case_strategy(server_compressions(preloaded_cluster)))
     def check(c: Case) -> None:
         with preloaded_cluster.connect(options=f"-c temp_buffers={c.temp_buffers}") as conn:
