@@ -41,6 +41,7 @@ void		_PG_init(void);
 #define DEFAULT_READ_PAGE_COST		1.5
 
 bool		tb_parallel_scan_enabled = true;
+bool		tb_index_scan_enabled = true;
 bool		tb_verify_reread = false;
 bool		tb_debug_sync_start = false;
 bool		tb_copy_from_leader = true;
@@ -74,6 +75,14 @@ _PG_init(void)
 							 "The leader flushes the table's dirty pages and every participant reads the table's file.",
 							 &tb_parallel_scan_enabled,
 							 tb_parallel_scan_enabled,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_tempbuf.index_scan",
+							 "Lets the planner read temporary tables through their btree indexes in parallel plans.",
+							 "Offers Temp Index Scan paths, when pg_tempbuf.parallel_scan is on too.",
+							 &tb_index_scan_enabled,
+							 tb_index_scan_enabled,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

@@ -22,6 +22,7 @@
 
 /* GUCs, all defined in pg_tempbuf.c */
 extern bool tb_parallel_scan_enabled;
+extern bool tb_index_scan_enabled;
 extern bool tb_verify_reread;
 extern bool tb_debug_sync_start;
 extern bool tb_copy_from_leader;

@@ -738,7 +738,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (root->parent_root != NULL)
 		drop_stock_seq_scans(rel);
 
-	if (!planning.runs_opaque_code)
+	if (tb_index_scan_enabled && !planning.runs_opaque_code)
 		add_temp_index_paths(root, rel, &price);
 }
 

@@ -159,6 +159,8 @@ def test_leader_page_read_in_place_outlives_evictions_above_gather(
         conn.execute("ANALYZE t, other")
         conn.execute("SET enable_hashjoin = off")
         conn.execute("SET enable_mergejoin = off")
+        # The probe of other must be core's, in the leader: its evictions are the point.
+        conn.execute("SET pg_tempbuf.index_scan = off")
         conn.execute(f"SET max_parallel_workers = {workers}")
         assert conn.execute("SELECT pg_relation_size('other') / 8192").fetchone()[0] > 700
         plan = plan_text(conn, sql)
