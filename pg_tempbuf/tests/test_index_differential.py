@@ -227,6 +227,9 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     assert sum(ran.values()) > 0
     assert sum(in_workers.values()) > 0, "no worker ever returned rows from a Temp Index Scan"
+    # Before 18 a merge join over index scans, costed without disabling, rarely beats the serial
+    # plan on these small tables.
+    optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge"})
     for shape, count in ran.items():
-        if count >= 4 and shape not in ("anti", "limit"):
+        if count >= 4 and shape not in optional:
             assert under_gather[shape] > 0, f"{shape}: no Temp Index Scan under Gather in {count} queries"
