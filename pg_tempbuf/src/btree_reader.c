@@ -96,7 +96,6 @@ struct TbBtreeScan
 	bool		in_segment;
 	bool		past_low;		/* met an entry above a strict lower bound */
 	Page		leaf;			/* the leaf being read, held in the page source */
-	BlockNumber leaf_blkno;
 	OffsetNumber offnum;
 	OffsetNumber maxoff;
 	int			posting_next;	/* in the posting list at offnum - 1 */
@@ -316,8 +315,7 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 	ScanKey		high[INDEX_MAX_KEYS] = {0};
 	MemoryContext oldcxt;
 	int			next;
-	int			nusable = 0;	/* keys that could bound the range */
-	int			nused = 0;		/* and those that do */
+	int			nused = 0;		/* keys that bound the range */
 
 	MemoryContextReset(scan->keycxt);
 	oldcxt = MemoryContextSwitchTo(scan->keycxt);
@@ -341,7 +339,6 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 			continue;
 		if (sk->sk_flags & SK_SEARCHNOTNULL)
 			continue;
-		nusable++;
 		if (sk->sk_flags & SK_SEARCHNULL)
 		{
 			if (equal[col] == NULL)
@@ -361,10 +358,7 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 			continue;
 		}
 		if (!usable(scan, sk))
-		{
-			nusable--;
 			continue;
-		}
 		desc = (scan->index->rd_indoption[col] & INDOPTION_DESC) != 0;
 		switch (sk->sk_strategy)
 		{
@@ -428,7 +422,7 @@ tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys)
 		}
 	}
 	/* Keys left out (a second bound, NOT NULL, rows) leave the range wide. */
-	scan->exact = !scan->empty && nused == nusable && nusable == nkeys;
+	scan->exact = !scan->empty && nused == nkeys;
 
 	/*
 	 * So does a bound on one side only, when the column's NULLs sort at the
@@ -531,7 +525,6 @@ read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 	BTPageOpaque opaque = BTPageGetOpaque(page);
 
 	scan->leaf = page;
-	scan->leaf_blkno = blkno;
 	scan->offnum = P_FIRSTDATAKEY(opaque);
 	/* A deleted or half-dead page holds no entry to return. */
 	scan->maxoff = P_IGNORE(opaque) ? InvalidOffsetNumber :

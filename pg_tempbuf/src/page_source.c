@@ -22,8 +22,8 @@
  * that run code which might do so get no index scan of ours (planner.c).
  *
  * A page returned by tb_page_source_get() stays valid until the next call;
- * one page at a time (the leaf being walked) can be held longer, until
- * tb_page_source_release() lets it go.  Consecutive requests for the same
+ * one page at a time (the leaf being walked) can be held longer, until the
+ * next hold or tb_page_source_close().  Consecutive requests for the same
  * page (heap tuples of neighbouring index entries) cost one comparison.
  *
  *-------------------------------------------------------------------------
@@ -93,7 +93,6 @@ struct TbPageSource
 	int			used;			/* slots given a page so far */
 	int			hand;
 	char	   *scratch;		/* page_reader.c's reread buffer */
-	TbPageSourceCounters counts;
 };
 
 TbPageSource *
@@ -119,12 +118,6 @@ tb_page_source_create(MemoryContext cxt)
 							  Min(src->capacity, 1024), &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	return src;
-}
-
-const TbPageSourceCounters *
-tb_page_source_counts(TbPageSource *src)
-{
-	return &src->counts;
 }
 
 /* Let go of what a reference pins or holds. */
@@ -189,15 +182,13 @@ cached_slot(TbPageSource *src, Relation rel, const PageKey *key)
 	if (entry)
 	{
 		src->slots[entry->slot].referenced = true;
-		src->counts.hits++;
 		return entry->slot;
 	}
 
 	slotno = claim_slot(src);
 	slot = &src->slots[slotno];
 	slot->key.relid = InvalidOid;
-	src->counts.rereads += tb_read_page(rel, key->blkno, slot->data, src->scratch);
-	src->counts.read++;
+	(void) tb_read_page(rel, key->blkno, slot->data, src->scratch);
 	entry = hash_search(src->lookup, key, HASH_ENTER, &found);
 	entry->slot = slotno;
 	slot->key = *key;
@@ -221,7 +212,6 @@ fill_ref(TbPageSource *src, PageRef *ref, Relation rel, BlockNumber blkno)
 	{
 		ref->buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
 		ref->page = BufferGetPage(ref->buffer);
-		src->counts.read++;
 	}
 	else
 	{
@@ -245,17 +235,11 @@ tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno)
 }
 
 /*
- * The same, valid until tb_page_source_release() or the next hold, whatever
+ * The same, valid until the next hold or tb_page_source_close(), whatever
  * is got meanwhile.
  */
 Page
 tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno)
 {
 	return fill_ref(src, &src->held, rel, blkno);
-}
-
-void
-tb_page_source_release(TbPageSource *src)
-{
-	unref(src, &src->held);
 }

@@ -241,21 +241,13 @@ extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
  */
 extern int	tb_scans_awaiting_run;
 
-/* page_source.c: private page copies found by block number */
+/* page_source.c: pages found by block number, read without changing them */
 typedef struct TbPageSource TbPageSource;
-typedef struct TbPageSourceCounters
-{
-	uint64		read;			/* pages read: copies made, or buffers pinned */
-	uint64		hits;			/* pages found among a worker's copies */
-	uint64		rereads;		/* file reads done again (page_reader.c) */
-} TbPageSourceCounters;
 
 extern TbPageSource *tb_page_source_create(MemoryContext cxt);
 extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
 extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
-extern void tb_page_source_release(TbPageSource *src);
 extern void tb_page_source_close(TbPageSource *src);
-extern const TbPageSourceCounters *tb_page_source_counts(TbPageSource *src);
 
 /* btree_reader.c: range scans of a btree through private pages */
 typedef struct TbBtreeScan TbBtreeScan;

@@ -59,7 +59,6 @@
 /* custom_private of the plan: positions of its members */
 enum
 {
-	TIP_INDEX_OID,
 	TIP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TIP_EST_FLUSH_COST,
 	TIP_NUM_MEMBERS
@@ -168,8 +167,7 @@ tb_make_temp_index_scan_plan(IndexScan *stock, List *tlist, int est_dirty_pages,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(stock->indexqualorig);
-	cscan->custom_private = list_make3(makeInteger(stock->indexid),
-									   makeInteger(est_dirty_pages),
+	cscan->custom_private = list_make2(makeInteger(est_dirty_pages),
 									   makeString(psprintf("%.2f", est_flush_cost)));
 	cscan->custom_scan_tlist = NIL;
 	cscan->methods = &index_scan_methods;
@@ -184,7 +182,10 @@ index_scan_create_state(CustomScan *cscan)
 	NodeSetTag(is, T_CustomScanState);
 	is->css.flags = cscan->flags;
 	is->css.methods = &index_scan_exec_methods;
-	/* Tuples point into private page copies: a plain heap tuple slot. */
+	/*
+	 * Tuples point into pages the scan keeps (a pinned buffer, a copy): a
+	 * plain heap tuple slot.
+	 */
 	TbSetScanSlotOps(&is->css, &TTSOpsHeapTuple);
 	is->stock = castNode(IndexScan, linitial(cscan->custom_plans));
 	is->est_dirty_pages = intVal(list_nth(cscan->custom_private, TIP_EST_DIRTY_PAGES));

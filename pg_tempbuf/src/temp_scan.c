@@ -2032,8 +2032,8 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 }
 
 /*
- * Full scans of ours in the plan flush their tables now, before Gather
- * launches the workers that read the files.
+ * Full scans and Temp Index Scans of ours in the plan flush their tables
+ * now, before Gather launches the workers that read the files.
  */
 static bool
 flush_full_scans(PlanState *planstate, void *context)
