@@ -134,6 +134,24 @@ SELECT * FROM compare_ways('SELECT o.id, d.v FROM orders o JOIN dup d ON d.k = o
 SELECT * FROM compare_ways('SELECT o.id FROM orders o WHERE NOT EXISTS (SELECT 1 FROM dup d WHERE d.k = o.cust % 10 AND d.v < 30) AND o.id < 3000');
 SELECT * FROM compare_ways('SELECT o.id FROM orders o WHERE EXISTS (SELECT 1 FROM dup d WHERE d.k = o.cust % 10 AND d.v > 19990) AND o.id < 3000');
 
+-- One range shared by the participants (Parallel Temp Index Scan): each
+-- leaf, and the rows it points to, is read by one of them.  A range, an
+-- ordered read under Gather Merge (row_number() numbers rows in the order
+-- they come), posting lists, an empty range.
+SET min_parallel_index_scan_size = 0;
+SET pg_tempbuf.read_page_cost = 0;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(amount) FROM items WHERE id BETWEEN 1000 AND 30000;
+SELECT * FROM compare_ways('SELECT id, amount FROM items WHERE id BETWEEN 1000 AND 30000');
+SELECT workers_ran_index_scan('SELECT id, amount FROM items WHERE id BETWEEN 1000 AND 30000');
+EXPLAIN (COSTS OFF) SELECT id, grp FROM items WHERE grp > 20 AND md5(note) > 'a' ORDER BY grp, id;
+SELECT * FROM compare_ways('SELECT row_number() OVER (), id, grp FROM (SELECT id, grp FROM items WHERE grp > 20 AND md5(note) > ''a'' ORDER BY grp, id) s');
+SELECT * FROM compare_ways('SELECT k, v FROM dup WHERE k BETWEEN 2 AND 4');
+SELECT * FROM compare_ways('SELECT id FROM items WHERE id < 0');
+RESET enable_seqscan;
+RESET pg_tempbuf.read_page_cost;
+RESET min_parallel_index_scan_size;
+
 -- A plan that ends up serial gets core's Index Scan back: no flush needed.
 SET max_parallel_workers_per_gather = 0;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250;

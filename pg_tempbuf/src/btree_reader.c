@@ -32,6 +32,15 @@
  * Entries marked dead are skipped, as core's scans skip them; a posting
  * list stands for several entries, in heap TID order.
  *
+ * A scan given a TbBtreeShared shares its one range with the other
+ * participants of a parallel query, as core's parallel btree scan does
+ * (_bt_parallel_seize() and _bt_parallel_release() in nbtree.c): one of
+ * them descends to the first leaf; whoever takes a leaf reads its right
+ * link and hands the next leaf on before returning the leaf's entries, so
+ * each leaf is read by one participant.  Each reads its leaves through its
+ * own page source.  Only a range of one segment can be shared (no
+ * "= ANY(array)" key): the planner offers nothing else.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -39,10 +48,13 @@
 #include "access/nbtree.h"
 #include "access/relscan.h"
 #include "catalog/pg_type.h"
+#include "storage/condition_variable.h"
+#include "storage/spin.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/wait_event.h"
 
 #include "pg_tempbuf.h"
 
@@ -61,6 +73,23 @@ typedef struct KeyValue
 	bool		isnull;
 	Oid			subtype;
 } KeyValue;
+
+/* Where a shared range scan is. */
+typedef enum SharedScanStatus
+{
+	SHARED_NOT_STARTED,			/* nobody has descended yet */
+	SHARED_ADVANCING,			/* someone is reading a leaf's right link */
+	SHARED_IDLE,				/* next_leaf is the next leaf to take */
+	SHARED_DONE
+} SharedScanStatus;
+
+struct TbBtreeShared
+{
+	slock_t		mutex;
+	ConditionVariable advanced;	/* status left SHARED_ADVANCING */
+	SharedScanStatus status;
+	BlockNumber next_leaf;
+};
 
 struct TbBtreeScan
 {
@@ -103,7 +132,34 @@ struct TbBtreeScan
 	ItemPointer posting;
 
 	uint64		entries;		/* index entries returned */
+	TbBtreeShared *shared;		/* the range shared with other participants */
 };
+
+Size
+tb_btree_shared_size(void)
+{
+	return sizeof(TbBtreeShared);
+}
+
+/* Leader: a shared range not started, before the scan or a rescan. */
+void
+tb_btree_shared_init(TbBtreeShared *shared, bool first_time)
+{
+	if (first_time)
+	{
+		SpinLockInit(&shared->mutex);
+		ConditionVariableInit(&shared->advanced);
+	}
+	shared->status = SHARED_NOT_STARTED;
+	shared->next_leaf = P_NONE;
+}
+
+/* From now on, share the range with whoever else uses shared. */
+void
+tb_btree_scan_share(TbBtreeScan *scan, TbBtreeShared *shared)
+{
+	scan->shared = shared;
+}
 
 TbBtreeScan *
 tb_btree_scan_begin(Relation index, TbPageSource *pages, MemoryContext cxt)
@@ -532,35 +588,135 @@ read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 	scan->posting_count = scan->posting_next = 0;
 }
 
+/*
+ * Take the next leaf of a shared range: P_NONE when the range is done;
+ * InvalidBlockNumber when nobody has started it, and this caller is to
+ * descend.  Either way but P_NONE the caller owes tb_shared_release().
+ */
+static BlockNumber
+shared_seize(TbBtreeShared *shared)
+{
+	BlockNumber blkno;
+
+	for (;;)
+	{
+		SpinLockAcquire(&shared->mutex);
+		switch (shared->status)
+		{
+			case SHARED_NOT_STARTED:
+				blkno = InvalidBlockNumber;
+				shared->status = SHARED_ADVANCING;
+				break;
+			case SHARED_IDLE:
+				blkno = shared->next_leaf;
+				shared->status = SHARED_ADVANCING;
+				break;
+			case SHARED_DONE:
+				blkno = P_NONE;
+				break;
+			case SHARED_ADVANCING:
+			default:
+				SpinLockRelease(&shared->mutex);
+				ConditionVariableSleep(&shared->advanced, WAIT_EVENT_BTREE_PAGE);
+				continue;
+		}
+		SpinLockRelease(&shared->mutex);
+		ConditionVariableCancelSleep();
+		return blkno;
+	}
+}
+
+/* Hand the leaf after the one just taken on; P_NONE ends the range. */
+static void
+shared_release(TbBtreeShared *shared, BlockNumber next_leaf)
+{
+	SpinLockAcquire(&shared->mutex);
+	if (shared->status != SHARED_DONE)
+	{
+		shared->status = next_leaf == P_NONE ? SHARED_DONE : SHARED_IDLE;
+		shared->next_leaf = next_leaf;
+	}
+	SpinLockRelease(&shared->mutex);
+	ConditionVariableBroadcast(&shared->advanced);
+}
+
+/* Nobody needs to take another leaf: the range ends before it. */
+static void
+shared_done(TbBtreeShared *shared)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->status = SHARED_DONE;
+	SpinLockRelease(&shared->mutex);
+	ConditionVariableBroadcast(&shared->advanced);
+}
+
+/*
+ * Read the leaf blkno of a shared range, handing its right sibling on
+ * first.  False when the range has no leaf left for this participant.
+ */
+static bool
+take_shared_leaf(TbBtreeScan *scan, BlockNumber blkno)
+{
+	BTPageOpaque opaque;
+
+	if (blkno == P_NONE)
+		return false;
+	read_leaf(scan, blkno);
+	opaque = BTPageGetOpaque(scan->leaf);
+	shared_release(scan->shared, P_RIGHTMOST(opaque) ? P_NONE : opaque->btpo_next);
+	return true;
+}
+
 /* Position on the first entry of the next segment; false when none is left. */
 static bool
 start_segment(TbBtreeScan *scan)
 {
+	BlockNumber handed_on = InvalidBlockNumber;
+	BlockNumber blkno;
 	OffsetNumber low;
 	OffsetNumber high;
 
 	if (scan->array_col >= 0)
 	{
+		Assert(scan->shared == NULL);
 		if (scan->next_element >= scan->nelements)
 			return false;
 		scan->fixed[scan->array_col].value = scan->elements[scan->next_element++];
 	}
 	else if (scan->next_element++ > 0)
 		return false;
-	if (root_block(scan) == P_NONE)
+
+	if (scan->shared)
+	{
+		handed_on = shared_seize(scan->shared);
+		if (handed_on == P_NONE)
+			return false;
+		if (handed_on == InvalidBlockNumber && root_block(scan) == P_NONE)
+		{
+			shared_done(scan->shared);
+			return false;
+		}
+	}
+	else if (root_block(scan) == P_NONE)
 		return false;
 
 	make_key(scan, scan->lower, scan->has_low ? &scan->low : NULL);
 	if (scan->bounded_above)
 		make_key(scan, scan->upper, scan->has_high ? &scan->high : NULL);
-
-	read_leaf(scan, descend(scan, scan->lower));
+	scan->in_segment = true;
 	scan->past_low = false;
+
+	/* Someone descended already: go on from the leaf handed on. */
+	if (handed_on != InvalidBlockNumber)
+		return take_shared_leaf(scan, handed_on);
+
+	blkno = descend(scan, scan->lower);
+	if (scan->shared)
+		take_shared_leaf(scan, blkno);
+	else
+		read_leaf(scan, blkno);
 	if (scan->maxoff == InvalidOffsetNumber)
-	{
-		scan->in_segment = true;
 		return true;
-	}
 	low = scan->offnum;
 	high = OffsetNumberNext(scan->maxoff);
 	while (low < high)
@@ -573,8 +729,6 @@ start_segment(TbBtreeScan *scan)
 			high = mid;
 	}
 	scan->offnum = low;
-	scan->in_segment = true;
-	scan->past_low = false;
 	return true;
 }
 
@@ -613,7 +767,12 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 		{
 			BTPageOpaque opaque = BTPageGetOpaque(page);
 
-			if (P_RIGHTMOST(opaque))
+			if (scan->shared)
+			{
+				if (!take_shared_leaf(scan, shared_seize(scan->shared)))
+					scan->in_segment = false;
+			}
+			else if (P_RIGHTMOST(opaque))
 				scan->in_segment = false;
 			else
 				read_leaf(scan, opaque->btpo_next);
@@ -625,6 +784,8 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 			cmp = _bt_compare(scan->index, scan->upper, page, scan->offnum);
 			if (cmp < 0 || (cmp == 0 && scan->high_strict && scan->has_high))
 			{
+				if (scan->shared)
+					shared_done(scan->shared);
 				scan->in_segment = false;
 				continue;
 			}

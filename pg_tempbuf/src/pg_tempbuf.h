@@ -258,6 +258,12 @@ extern bool tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid);
 extern uint64 tb_btree_scan_entries(TbBtreeScan *scan);
 extern bool tb_btree_scan_exact(TbBtreeScan *scan);
 
+/* one range shared by the participants of a parallel query */
+typedef struct TbBtreeShared TbBtreeShared;
+extern Size tb_btree_shared_size(void);
+extern void tb_btree_shared_init(TbBtreeShared *shared, bool first_time);
+extern void tb_btree_scan_share(TbBtreeScan *scan, TbBtreeShared *shared);
+
 /*
  * temp_index_scan.c: the Temp Index Scan executor node, "Custom Scan (Temp
  * Index Scan)" in EXPLAIN

@@ -565,12 +565,74 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_
 	double		tuples = ipath->indexselectivity * rel->tuples;
 	double		heap_pages;
 	double		index_pages;
+	Cost		reads;
 
 	if (loop_count > 1.0)
 		return 0.0;
 	heap_pages = index_pages_fetched(tuples, rel->pages, (double) index->pages, root);
 	index_pages = ceil(ipath->indexselectivity * index->pages);
-	return tb_read_page_cost * (heap_pages + index_pages);
+	reads = tb_read_page_cost * (heap_pages + index_pages);
+
+	/* A shared range: workers read their share, the leader its buffers. */
+	if (ipath->path.parallel_aware)
+	{
+		double		divisor = tb_parallel_divisor(ipath->path.parallel_workers);
+
+		reads *= ipath->path.parallel_workers / divisor / divisor;
+	}
+	return reads;
+}
+
+/* Does an index clause of the path take an array (= ANY)? */
+static bool
+has_array_keys(IndexPath *ipath)
+{
+	ListCell   *lc;
+
+	foreach(lc, ipath->indexclauses)
+	{
+		IndexClause *iclause = lfirst(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, iclause->indexquals)
+		{
+			RestrictInfo *rinfo = lfirst(lc2);
+
+			if (IsA(rinfo->clause, ScalarArrayOpExpr))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Our path around the stock index path ipath. */
+static CustomPath *
+make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
+					 const TbScanPrice *price, double loop_count)
+{
+	TempIndexPath *tpath = palloc0(sizeof(TempIndexPath));
+	CustomPath *cpath = &tpath->cpath;
+	Cost		flush = tb_priced_flush(price);
+	Cost		reads = private_reads(root, rel, ipath, loop_count);
+
+	NodeSetTag(cpath, T_CustomPath);
+	tpath->est_dirty_pages = price->dirty_pages;
+	tpath->est_flush_cost = flush;
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = ipath->path.pathtarget;
+	cpath->path.param_info = ipath->path.param_info;
+	cpath->path.parallel_aware = ipath->path.parallel_aware;
+	cpath->path.parallel_safe = true;
+	cpath->path.parallel_workers = ipath->path.parallel_workers;
+	cpath->path.rows = ipath->path.rows;
+	cpath->path.pathkeys = ipath->path.pathkeys;
+	TbCopyDisabledNodes(&cpath->path, &ipath->path);
+	cpath->path.startup_cost = ipath->path.startup_cost + flush / loop_count;
+	cpath->path.total_cost = ipath->path.total_cost + (flush + reads) / loop_count;
+	cpath->custom_paths = list_make1(ipath);
+	cpath->methods = &temp_index_path_methods;
+	return cpath;
 }
 
 /*
@@ -580,7 +642,10 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_
  * temp_index_scan.c.  price holds the table's (and its toast relation's)
  * dirty pages; a parameterized path is rescanned once per outer row, but
  * the flush happens once per execution and a page is read privately once,
- * so each scan bears its share of both.
+ * so each scan bears its share of both.  An unparameterized path without
+ * array keys also gets a partial form, the participants sharing its range
+ * (as core's partial index paths do, which core makes for no temporary
+ * table).
  */
 static void
 add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
@@ -601,11 +666,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		IndexOptInfo *index = ipath->indexinfo;
 		Relids		outer = PATH_REQ_OUTER(&ipath->path);
 		double		loop_count = tb_loop_count(root, rel->relid, outer);
-		TempIndexPath *tpath;
-		CustomPath *cpath;
 		TbScanPrice index_price = *price;
-		Cost		flush;
-		Cost		reads;
 
 		if (index->relam != BTREE_AM_OID ||
 			ipath->indexorderbys != NIL ||
@@ -620,29 +681,20 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 									  false, outer, loop_count, false);
 
 		index_price.dirty_pages += index_dirty_pages(index);
-		flush = tb_priced_flush(&index_price);
-		reads = private_reads(root, rel, ipath, loop_count);
+		add_path(rel, &make_temp_index_path(root, rel, ipath, &index_price,
+											loop_count)->path);
 
-		tpath = palloc0(sizeof(TempIndexPath));
-		cpath = &tpath->cpath;
-		NodeSetTag(cpath, T_CustomPath);
-		tpath->est_dirty_pages = index_price.dirty_pages;
-		tpath->est_flush_cost = flush;
-		cpath->path.pathtype = T_CustomScan;
-		cpath->path.parent = rel;
-		cpath->path.pathtarget = ipath->path.pathtarget;
-		cpath->path.param_info = ipath->path.param_info;
-		cpath->path.parallel_aware = false;
-		cpath->path.parallel_safe = true;
-		cpath->path.parallel_workers = 0;
-		cpath->path.rows = ipath->path.rows;
-		cpath->path.pathkeys = ipath->path.pathkeys;
-		TbCopyDisabledNodes(&cpath->path, &ipath->path);
-		cpath->path.startup_cost = ipath->path.startup_cost + flush / loop_count;
-		cpath->path.total_cost = ipath->path.total_cost + (flush + reads) / loop_count;
-		cpath->custom_paths = list_make1(ipath);
-		cpath->methods = &temp_index_path_methods;
-		add_path(rel, &cpath->path);
+		if (outer == NULL && !has_array_keys(ipath))
+		{
+			IndexPath  *partial = create_index_path(root, index, ipath->indexclauses,
+													NIL, NIL, ipath->path.pathkeys,
+													ipath->indexscandir, false,
+													NULL, 1.0, true);
+
+			if (partial->path.parallel_aware)
+				add_partial_path(rel, &make_temp_index_path(root, rel, partial,
+															&index_price, 1.0)->path);
+		}
 
 		/* As drop_stock_seq_scans(), for the same reason. */
 		if (root->parent_root != NULL)

@@ -9,8 +9,12 @@
  * exact for this session is not something a worker can know): the inner
  * side of a nested loop, rescanned with each outer row's keys, possibly
  * under Memoize; a range or equality lookup; an ordered read for a merge
- * join or ORDER BY ... LIMIT.  It is parallel safe but not parallel aware:
- * each participant runs the whole scan it is given.
+ * join or ORDER BY ... LIMIT.  It is parallel safe; each participant runs
+ * the whole scan it is given.  Its parallel-aware form ("Parallel Custom
+ * Scan (Temp Index Scan)", for an unparameterized scan without an
+ * "= ANY(array)" key) shares the leaves of its one range among the
+ * participants instead, as core's Parallel Index Scan does: each leaf, and
+ * the rows it points to, is read by one of them (btree_reader.c).
  *
  * Every participant, the leader included, descends the index and fetches
  * heap tuples through page_source.c (btree_reader.c): the leader reads its
@@ -82,6 +86,7 @@ typedef struct TempIndexScanState
 
 	TbPageSource *pages;
 	TbBtreeScan *btree;
+	TbBtreeShared *shared;		/* parallel aware: the range in shared memory */
 	HeapTupleData tuple;
 	TbXminVerdict last_xmin;
 	TbToastReader *toast;
@@ -109,6 +114,13 @@ static void index_scan_end(CustomScanState *node);
 static void index_scan_rescan(CustomScanState *node);
 static void index_scan_explain(CustomScanState *node, List *ancestors,
 							   ExplainState *es);
+static Size index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+									  void *coordinate);
+static void index_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+										void *coordinate);
+static void index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
+										 void *coordinate);
 
 static const CustomScanMethods index_scan_methods = {
 	.CustomName = TB_TEMP_INDEX_SCAN_NAME,
@@ -121,6 +133,10 @@ static const CustomExecMethods index_scan_exec_methods = {
 	.ExecCustomScan = index_scan_exec,
 	.EndCustomScan = index_scan_end,
 	.ReScanCustomScan = index_scan_rescan,
+	.EstimateDSMCustomScan = index_scan_estimate_dsm,
+	.InitializeDSMCustomScan = index_scan_initialize_dsm,
+	.ReInitializeDSMCustomScan = index_scan_reinitialize_dsm,
+	.InitializeWorkerCustomScan = index_scan_initialize_worker,
 	.ExplainCustomScan = index_scan_explain,
 };
 
@@ -525,6 +541,46 @@ index_scan_rescan(CustomScanState *node)
 	ExecScanReScan(&node->ss);
 }
 
+/*
+ * Parallel aware: the shared range lives in the DSM segment of the query.
+ * Called for the leader when Gather launches workers; without any (no DSM)
+ * the leader scans the whole range alone.
+ */
+static Size
+index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return tb_btree_shared_size();
+}
+
+static void
+index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+						  void *coordinate)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+
+	is->shared = coordinate;
+	tb_btree_shared_init(is->shared, true);
+	tb_btree_scan_share(is->btree, is->shared);
+}
+
+/* Gather rescanned: the range starts over for the next set of workers. */
+static void
+index_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+							void *coordinate)
+{
+	tb_btree_shared_init(coordinate, false);
+}
+
+static void
+index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
+							 void *coordinate)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+
+	is->shared = coordinate;
+	tb_btree_scan_share(is->btree, is->shared);
+}
+
 static void
 index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -552,7 +608,7 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Pages Flushed", NULL, is->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", is->flush_ms, 3, es);
-	/* Workers' figures stay in the workers: the node has no shared memory. */
+	/* Workers' figures stay in the workers (shared memory holds the range only). */
 	ExplainPropertyInteger("Leader Index Entries", NULL,
 						   tb_btree_scan_entries(is->btree), es);
 	ExplainPropertyInteger("Leader Heap Fetches", NULL, is->heap_fetches, es);

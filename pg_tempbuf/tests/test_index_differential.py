@@ -14,11 +14,14 @@ disabled path only costs more, random_page_cost = 0.1), and with pg_tempbuf.para
 Shapes: the inner side of a nested loop rescanned with each outer row's key (equality, a range
 after an equality prefix, `= ANY(array)` with duplicates and NULLs, IS NULL, a cross-type key),
 semi and anti joins, a merge join reading the index in order, ORDER BY ... LIMIT over a join,
-out-of-line values fetched through the index scan.  Half of the queries run without the
-leader's participation, so that workers do all of the parallel part.
+out-of-line values fetched through the index scan; and scans whose one range the
+participants share (Parallel Temp Index Scan): a range, an ordered read under Gather Merge on
+an ascending and on a DESC NULLS FIRST index, a grouped read.  Half of the queries run without
+the leader's participation, so that workers do all of the parallel part.
 
 Each run counts the queries whose plan had a Temp Index Scan under a Gather that launched
-workers, and those where a worker returned rows from it, and requires both.
+workers, those where a worker returned rows from it, and those with a shared range, and
+requires all three.
 
 PGTB_INDEX_EXAMPLES sets the number of cases (default: a fast subset for `make test`).
 """
@@ -86,6 +89,12 @@ SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
               True, ("nestloop", "mergejoin")),
     "toast": ("SELECT count(*), sum(length(t.w)), max(md5(t.w)) FROM perm JOIN t ON t.id = perm.b",
               False, ("nestloop",)),
+    # One range shared by the participants.
+    "shared_range": ("SELECT count(*), sum(t.id), max(t.s), sum(length(t.w)) FROM t "
+                     "WHERE t.id BETWEEN {k} AND {k} * 60", False, ()),
+    "shared_ordered": ("SELECT t.a, t.id, t.n FROM t WHERE t.a > {k} - 20 ORDER BY t.a, t.id", True, ()),
+    "shared_desc": ("SELECT t.a, t.n FROM t WHERE t.a <= {k} ORDER BY t.a DESC NULLS FIRST, t.n", True, ()),
+    "shared_group": ("SELECT t.a, count(*), sum(t.id) FROM t WHERE t.a >= {k} % 7 GROUP BY t.a", False, ()),
 }
 JOIN_SETTINGS = {"nestloop": "enable_nestloop", "mergejoin": "enable_mergejoin", "hashjoin": "enable_hashjoin"}
 
@@ -137,17 +146,19 @@ def case(draw: st.DrawFn) -> Case:
     )
 
 
-def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool]:
+def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool]:
     """(a Temp Index Scan under a Gather that launched workers, a worker returned rows from
-    one), from EXPLAIN ANALYZE VERBOSE; the savepoint q is restored when the query fails."""
+    one, one of them was parallel aware), from EXPLAIN ANALYZE VERBOSE; the savepoint q is
+    restored when the query fails."""
     try:
         row = conn.execute(f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) {sql}").fetchone()
     except psycopg.Error:
         conn.execute("ROLLBACK TO SAVEPOINT q")
-        return False, False
+        return False, False, False
     assert row is not None
     under = False
     in_worker = False
+    shared = False
     pending: list[tuple[dict[str, Any], bool]] = [(row[0][0]["Plan"], False)]
     while pending:
         node, launched = pending.pop()
@@ -155,8 +166,9 @@ def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[boo
         if node.get("Custom Plan Provider") == "Temp Index Scan" and launched:
             under = True
             in_worker = in_worker or any(w.get("Actual Rows", 0) > 0 for w in node.get("Workers", []))
+            shared = shared or node.get("Parallel Aware", False)
         pending.extend((child, launched) for child in node.get("Plans", []))
-    return under, in_worker
+    return under, in_worker, shared
 
 
 def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
@@ -170,17 +182,20 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     ran = Counter[str]()
     under_gather = Counter[str]()
     in_workers = Counter[str]()
+    shared_ranges = Counter[str]()
 
     def compare(conn: psycopg.Connection[Any], q: ShapeQuery, c: Case) -> None:
         for name, value in FORCE_PARALLEL.items():
             conn.execute(f"SET {name} = {value}")
         conn.execute("SET enable_bitmapscan = off")
-        if disabled_nodes:
+        conn.execute("SET min_parallel_index_scan_size = 0")
+        if disabled_nodes or not q.join_methods:
             conn.execute("SET enable_seqscan = off")
         else:
             # Before PostgreSQL 18 a disabled path costs disable_cost more, which drowns the
-            # difference between a serial and a parallel plan: make index probes cheap, and
-            # workers' whole reads of t (full Temp Seq Scans) dear, instead.
+            # difference between a serial and a parallel plan over a join: make index probes
+            # cheap, and workers' whole reads of t (full Temp Seq Scans) dear, instead.  A
+            # query of t alone only chooses between index scans once sequential ones are off.
             conn.execute("SET random_page_cost = 0.1")
             conn.execute("SET pg_tempbuf.read_page_cost = 1000")
         conn.execute(f"SET parallel_leader_participation = {'on' if q.leader_participates else 'off'}")
@@ -189,9 +204,10 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET {name} = off")
         conn.execute("SET pg_tempbuf.parallel_scan = on")
         ran[q.shape] += 1
-        under, in_worker = index_scans_in_workers(conn, q.sql)
+        under, in_worker, shared = index_scans_in_workers(conn, q.sql)
         under_gather[q.shape] += under
         in_workers[q.shape] += in_worker
+        shared_ranges[q.shape] += shared
         ours = run(conn, q.sql, q.ordered)
         if ours[0] == "error":
             conn.execute("ROLLBACK TO SAVEPOINT q")
@@ -199,7 +215,8 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
         stock = run(conn, q.sql, q.ordered)
         if stock[0] == "error":
             conn.execute("ROLLBACK TO SAVEPOINT q")
-        for name in [*disabled, "enable_seqscan", "enable_bitmapscan", "random_page_cost",
+        for name in [*disabled, "enable_seqscan", "enable_bitmapscan", "min_parallel_index_scan_size",
+                     "random_page_cost",
                      "pg_tempbuf.read_page_cost", "parallel_leader_participation"]:
             conn.execute(f"RESET {name}")
         assert ours == stock, f"mismatch for {q.sql!r} ({q.shape})\ncase: {c}"
@@ -220,13 +237,15 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     check()
     print("index differential: queries with a Temp Index Scan under a Gather that launched workers "
-          "/ with rows returned by a worker / run:")
+          "/ with rows returned by a worker / with a shared range / run:")
     for shape in sorted(ran):
-        print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {ran[shape]}")
-    print(f"  total: {sum(under_gather.values())} / {sum(in_workers.values())} / {sum(ran.values())}")
+        print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {shared_ranges[shape]} / {ran[shape]}")
+    print(f"  total: {sum(under_gather.values())} / {sum(in_workers.values())} / "
+          f"{sum(shared_ranges.values())} / {sum(ran.values())}")
 
     assert sum(ran.values()) > 0
     assert sum(in_workers.values()) > 0, "no worker ever returned rows from a Temp Index Scan"
+    assert sum(shared_ranges.values()) > 0, "no Temp Index Scan ever shared its range"
     # Before 18 a merge join over index scans, costed without disabling, rarely beats the serial
     # plan on these small tables.
     optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge"})
