@@ -49,7 +49,14 @@ BEGIN
                        FROM jsonb_path_query(plan, 'strict $.**') AS node,
                             jsonb_array_elements(node->'Workers') AS w
                       WHERE jsonb_typeof(node) = 'object'
-                        AND node->>'Custom Plan Provider' = 'Temp Index Scan'), false);
+                        AND node->>'Custom Plan Provider' LIKE 'Temp Index%'), false);
+END $$;
+
+-- The lines of an EXPLAIN, to filter.
+CREATE OR REPLACE FUNCTION explain_lines(explain text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY EXECUTE explain;
 END $$;
 
 SELECT pg_flush_local_buffers() >= 0 AS flushed;
@@ -152,6 +159,38 @@ RESET enable_seqscan;
 RESET pg_tempbuf.read_page_cost;
 RESET min_parallel_index_scan_size;
 
+-- Index only (Temp Index Only Scan): the index's columns, the heap fetched
+-- only for entries whose page the visibility map does not say all visible.
+-- After VACUUM every page is; then rows of the open transaction clear the
+-- map for the pages they touch.
+CREATE TEMP TABLE cov (k int, v int, pad text);
+INSERT INTO cov SELECT g % 1000, g, repeat('p', 40) FROM generate_series(1, 30000) g;
+CREATE INDEX cov_k_v ON cov (k, v);
+VACUUM ANALYZE cov;
+SET min_parallel_index_scan_size = 0;
+SET pg_tempbuf.read_page_cost = 0;
+SET enable_seqscan = off;
+EXPLAIN (COSTS OFF) SELECT k, count(*), sum(v) FROM cov WHERE k > 100 GROUP BY k;
+SELECT regexp_replace(line, 'actual rows=[0-9.]+ loops=\d+', 'actual rows=R loops=L') AS line
+  FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+    SELECT k, v FROM cov WHERE k BETWEEN 10 AND 20') AS line
+ WHERE line ~ '(Temp Index|Heap Fetches)';
+SELECT * FROM compare_ways('SELECT k, count(*), sum(v) FROM cov WHERE k > 100 GROUP BY k');
+SELECT workers_ran_index_scan('SELECT k, v FROM cov WHERE k > 100');
+BEGIN;
+DELETE FROM cov WHERE v % 50 = 0;
+UPDATE cov SET v = -v WHERE v % 70 = 0;
+SAVEPOINT s;
+INSERT INTO cov SELECT g % 1000, g, 'new' FROM generate_series(30001, 31000) g;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO cov SELECT g % 1000, g, 'new' FROM generate_series(40001, 40500) g;
+SELECT * FROM compare_ways('SELECT k, count(*), sum(v) FROM cov WHERE k > 100 GROUP BY k');
+SELECT * FROM compare_ways('SELECT o.id, c.v FROM orders o JOIN cov c ON c.k = o.cust AND c.v < o.id WHERE o.id < 400');
+COMMIT;
+RESET enable_seqscan;
+RESET pg_tempbuf.read_page_cost;
+RESET min_parallel_index_scan_size;
+
 -- A plan that ends up serial gets core's Index Scan back: no flush needed.
 SET max_parallel_workers_per_gather = 0;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250;
@@ -161,12 +200,7 @@ RESET max_parallel_workers_per_gather;
 -- that is not parallel safe): no Temp Index Scan, stock index scans stay.
 CREATE OR REPLACE FUNCTION items_count(k int) RETURNS bigint LANGUAGE sql STABLE PARALLEL RESTRICTED
   AS 'SELECT count(*) FROM items WHERE id = k';
-CREATE OR REPLACE FUNCTION explain_lines(explain text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-BEGIN
-    RETURN QUERY EXECUTE explain;
-END $$;
-SELECT count(*) FILTER (WHERE line ~ 'Temp Index Scan') AS temp_index_scans,
+SELECT count(*) FILTER (WHERE line ~ 'Temp Index (Only )?Scan') AS temp_index_scans,
        count(*) FILTER (WHERE line ~ 'Index (Only )?Scan using') AS stock_index_scans
   FROM explain_lines('EXPLAIN (COSTS OFF) SELECT count(*), sum(items_count(o.id)) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250') AS line;
 SELECT * FROM compare_ways('SELECT o.id, items_count(o.id) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 20');

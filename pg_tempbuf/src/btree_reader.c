@@ -130,6 +130,7 @@ struct TbBtreeScan
 	int			posting_next;	/* in the posting list at offnum - 1 */
 	int			posting_count;
 	ItemPointer posting;
+	IndexTuple	itup;			/* the entry of the last TID returned */
 
 	uint64		entries;		/* index entries returned */
 	TbBtreeShared *shared;		/* the range shared with other participants */
@@ -183,6 +184,17 @@ tb_btree_scan_begin(Relation index, TbPageSource *pages, MemoryContext cxt)
 	scan->empty = true;
 	MemoryContextSwitchTo(oldcxt);
 	return scan;
+}
+
+/*
+ * The index tuple of the TID tb_btree_scan_next() returned last (a posting
+ * list's, whose key columns are those of every TID in it), valid until the
+ * next call.
+ */
+IndexTuple
+tb_btree_scan_tuple(TbBtreeScan *scan)
+{
+	return scan->itup;
 }
 
 uint64
@@ -808,8 +820,10 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 			scan->posting = BTreeTupleGetPosting(itup);
 			scan->posting_count = BTreeTupleGetNPosting(itup);
 			scan->posting_next = 0;
+			scan->itup = itup;
 			continue;
 		}
+		scan->itup = itup;
 		*tid = itup->t_tid;
 		scan->entries++;
 		return true;

@@ -22,6 +22,7 @@
 #include "access/htup_details.h"
 #include "access/multixact.h"
 #include "access/transam.h"
+#include "access/visibilitymapdefs.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "optimizer/cost.h"
@@ -241,4 +242,33 @@ tb_write_local_run(BufferDesc **bufs, int n)
 	for (int i = 0; i < n; i++)
 		TbEndLocalWrite(bufs[i]);
 	pgBufferUsage.local_blks_written += n;
+}
+
+/*
+ * Derived from the addressing macros and visibilitymap_get_status() in
+ * src/backend/access/heap/visibilitymap.c (PostgreSQL 18, the same in 15),
+ * where they are private.  Changed: reads a map page the caller has (a
+ * private copy), not a buffer.
+ *
+ * The map block holding heap_block's bits, and whether they say all
+ * visible.
+ */
+#define TB_VM_MAPSIZE (BLCKSZ - MAXALIGN(SizeOfPageHeaderData))
+#define TB_VM_HEAPBLOCKS_PER_BYTE (BITS_PER_BYTE / BITS_PER_HEAPBLOCK)
+#define TB_VM_HEAPBLOCKS_PER_PAGE (TB_VM_MAPSIZE * TB_VM_HEAPBLOCKS_PER_BYTE)
+
+BlockNumber
+tb_vm_block(BlockNumber heap_block)
+{
+	return heap_block / TB_VM_HEAPBLOCKS_PER_PAGE;
+}
+
+bool
+tb_vm_all_visible(Page vm_page, BlockNumber heap_block)
+{
+	uint32		byte = (heap_block % TB_VM_HEAPBLOCKS_PER_PAGE) / TB_VM_HEAPBLOCKS_PER_BYTE;
+	uint8		shift = (heap_block % TB_VM_HEAPBLOCKS_PER_BYTE) * BITS_PER_HEAPBLOCK;
+	uint8	   *map = (uint8 *) PageGetContents(vm_page);
+
+	return ((map[byte] >> shift) & VISIBILITYMAP_ALL_VISIBLE) != 0;
 }

@@ -54,12 +54,13 @@ TbMidReadHook tb_mid_read_hook = NULL;
 void	   *tb_mid_read_arg = NULL;
 
 /*
- * Read block blkno of rel's main fork into page, which must be BLCKSZ
- * bytes; scratch is a second such buffer for the reread check.  Returns the
+ * Read block blkno of rel's fork into page, which must be BLCKSZ bytes;
+ * scratch is a second such buffer for the reread check.  Returns the
  * number of rereads it needed.
  */
 int
-tb_read_page(Relation rel, BlockNumber blkno, char *page, char *scratch)
+tb_read_page(Relation rel, ForkNumber fork, BlockNumber blkno, char *page,
+			 char *scratch)
 {
 	bool		compare = tb_verify_reread;
 
@@ -67,19 +68,19 @@ tb_read_page(Relation rel, BlockNumber blkno, char *page, char *scratch)
 	{
 		bool		ok;
 
-		smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, page);
+		smgrread(RelationGetSmgr(rel), fork, blkno, page);
 		if (tb_mid_read_hook &&
 			tb_mid_read_hook(blkno, page, false, false, tb_mid_read_arg))
 		{
 			/* What a read racing the hook's change could have got. */
-			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, scratch);
+			smgrread(RelationGetSmgr(rel), fork, blkno, scratch);
 			memcpy(page + BLCKSZ / 2, scratch + BLCKSZ / 2, BLCKSZ / 2);
 			tb_mid_read_hook(blkno, page, false, true, tb_mid_read_arg);
 		}
 		ok = tb_page_is_verified((Page) page, blkno);
 		if (ok && compare)
 		{
-			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, scratch);
+			smgrread(RelationGetSmgr(rel), fork, blkno, scratch);
 			ok = memcmp(page, scratch, BLCKSZ) == 0;
 		}
 		if (ok)

@@ -188,7 +188,7 @@ cached_slot(TbPageSource *src, Relation rel, const PageKey *key)
 	slotno = claim_slot(src);
 	slot = &src->slots[slotno];
 	slot->key.relid = InvalidOid;
-	(void) tb_read_page(rel, key->blkno, slot->data, src->scratch);
+	(void) tb_read_page(rel, MAIN_FORKNUM, key->blkno, slot->data, src->scratch);
 	entry = hash_search(src->lookup, key, HASH_ENTER, &found);
 	entry->slot = slotno;
 	slot->key = *key;

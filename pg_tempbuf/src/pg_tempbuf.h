@@ -12,6 +12,7 @@
 #define PG_TEMPBUF_H
 
 #include "access/htup.h"
+#include "access/itup.h"
 #include "access/skey.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
@@ -152,8 +153,8 @@ extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 									Cost cpu_run_cost, Cost *startup, Cost *run);
 
 /* page_reader.c: private page copies */
-extern int	tb_read_page(Relation rel, BlockNumber blkno, char *page,
-						 char *scratch);
+extern int	tb_read_page(Relation rel, ForkNumber fork, BlockNumber blkno,
+						 char *page, char *scratch);
 extern const char *tb_leader_copies_unavailable(void);
 extern bool tb_leader_pages_readable(void);
 extern bool tb_admit_workers(uint64 *hold, const char **reason);
@@ -255,6 +256,7 @@ extern TbBtreeScan *tb_btree_scan_begin(Relation index, TbPageSource *pages,
 										MemoryContext cxt);
 extern void tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys);
 extern bool tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid);
+extern IndexTuple tb_btree_scan_tuple(TbBtreeScan *scan);
 extern uint64 tb_btree_scan_entries(TbBtreeScan *scan);
 extern bool tb_btree_scan_exact(TbBtreeScan *scan);
 
@@ -269,12 +271,14 @@ extern void tb_btree_scan_share(TbBtreeScan *scan, TbBtreeShared *shared);
  * Index Scan)" in EXPLAIN
  */
 #define TB_TEMP_INDEX_SCAN_NAME "Temp Index Scan"
+#define TB_TEMP_INDEX_ONLY_SCAN_NAME "Temp Index Only Scan"
 
 extern void tb_register_temp_index_scan(void);
 extern bool tb_is_temp_index_scan(Plan *plan);
 extern bool tb_is_temp_index_scan_state(PlanState *planstate);
 extern Plan *tb_temp_index_scan_stock_plan(CustomScan *cscan);
-extern Plan *tb_make_temp_index_scan_plan(IndexScan *stock, List *tlist,
+extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
+										  List *indexqualorig,
 										  int est_dirty_pages,
 										  double est_flush_cost);
 extern void tb_temp_index_scan_flush(PlanState *planstate);
@@ -289,6 +293,8 @@ extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);
 extern double tb_loop_count(PlannerInfo *root, Index cur_relid, Relids outer_relids);
+extern BlockNumber tb_vm_block(BlockNumber heap_block);
+extern bool tb_vm_all_visible(Page vm_page, BlockNumber heap_block);
 
 /*
  * The last inserting transaction a scan looked up, and whether the scan's

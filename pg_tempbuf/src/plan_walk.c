@@ -155,13 +155,17 @@ is_private_read(Plan *plan)
 }
 
 /*
- * A Temp Index Scan in a plan without parallelism becomes the Index Scan
- * it carries, with the target list the plan gave it.
+ * A Temp Index (Only) Scan in a plan without parallelism becomes the Index
+ * (Only) Scan it carries, with the target list the plan gave it (an index
+ * only scan's refers to the index columns in the order both number them).
+ * A parallel-aware one is under a Gather whose workers run it: never here.
  */
 static Plan *
 index_scan_from_temp_index_scan(CustomScan *cscan)
 {
 	Plan	   *stock = tb_temp_index_scan_stock_plan(cscan);
+
+	Assert(!cscan->scan.plan.parallel_aware);
 
 	stock->targetlist = cscan->scan.plan.targetlist;
 	stock->parallel_safe = false;

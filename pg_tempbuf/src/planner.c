@@ -570,6 +570,8 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_
 	if (loop_count > 1.0)
 		return 0.0;
 	heap_pages = index_pages_fetched(tuples, rel->pages, (double) index->pages, root);
+	if (ipath->path.pathtype == T_IndexOnlyScan)
+		heap_pages = ceil(heap_pages * (1.0 - rel->allvisfrac));
 	index_pages = ceil(ipath->indexselectivity * index->pages);
 	reads = tb_read_page_cost * (heap_pages + index_pages);
 
@@ -605,6 +607,37 @@ has_array_keys(IndexPath *ipath)
 	return false;
 }
 
+/*
+ * Can an index-only scan of ours return the index's columns as they are
+ * stored?  Not where the stored type differs from the column's (a name
+ * column is stored as a cstring, say), which core's Index Only Scan
+ * converts.
+ */
+static bool
+index_returns_columns(IndexOptInfo *index)
+{
+	Relation	indexrel = index_open(index->indexoid, NoLock);
+	TupleDesc	desc = RelationGetDescr(indexrel);
+	bool		ok = list_length(index->indextlist) == desc->natts;
+	int			col = 0;
+	ListCell   *lc;
+
+	foreach(lc, index->indextlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!ok || col >= desc->natts ||
+			exprType((Node *) tle->expr) != TupleDescAttr(desc, col)->atttypid)
+		{
+			ok = false;
+			break;
+		}
+		col++;
+	}
+	index_close(indexrel, NoLock);
+	return ok;
+}
+
 /* Our path around the stock index path ipath. */
 static CustomPath *
 make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
@@ -638,8 +671,9 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 /*
  * Offer a Temp Index Scan for each btree index path core made for rel,
  * forward or unordered (a backward scan is not written yet), with no ORDER
- * BY operator.  An Index Only Scan path comes back as an index scan: see
- * temp_index_scan.c.  price holds the table's (and its toast relation's)
+ * BY operator.  An Index Only Scan path becomes a Temp Index Only Scan,
+ * or an index scan where the index stores a column in another type.  price
+ * holds the table's (and its toast relation's)
  * dirty pages; a parameterized path is rescanned once per outer row, but
  * the flush happens once per execution and a page is read privately once,
  * so each scan bears its share of both.  An unparameterized path without
@@ -675,7 +709,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		if (ipath->path.param_info &&
 			!is_parallel_safe(root, (Node *) ipath->path.param_info->ppi_clauses))
 			continue;
-		if (ipath->path.pathtype == T_IndexOnlyScan)
+		if (ipath->path.pathtype == T_IndexOnlyScan && !index_returns_columns(index))
 			ipath = create_index_path(root, index, ipath->indexclauses, NIL, NIL,
 									  ipath->path.pathkeys, ipath->indexscandir,
 									  false, outer, loop_count, false);
@@ -688,7 +722,8 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		{
 			IndexPath  *partial = create_index_path(root, index, ipath->indexclauses,
 													NIL, NIL, ipath->path.pathkeys,
-													ipath->indexscandir, false,
+													ipath->indexscandir,
+													ipath->path.pathtype == T_IndexOnlyScan,
 													NULL, 1.0, true);
 
 			if (partial->path.parallel_aware)
@@ -821,10 +856,32 @@ plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	TempIndexPath *tpath = (TempIndexPath *) best_path;
 	Plan	   *stock = linitial(custom_plans);
 
+	IndexPath  *ipath = linitial(best_path->custom_paths);
+	List	   *indexqualorig = NIL;
+
 	if (IsA(stock, Result) && stock->lefttree)
 		stock = stock->lefttree;
 	stock->parallel_safe = true;
-	return tb_make_temp_index_scan_plan(castNode(IndexScan, stock), tlist,
+
+	/* The index conditions as the query wrote them: see create_indexscan_plan(). */
+	if (IsA(stock, IndexScan))
+		indexqualorig = ((IndexScan *) stock)->indexqualorig;
+	else
+	{
+		ListCell   *lc;
+
+		Assert(IsA(stock, IndexOnlyScan));
+		foreach(lc, ipath->indexclauses)
+		{
+			IndexClause *iclause = lfirst(lc);
+			ListCell   *lc2;
+
+			foreach(lc2, iclause->indexquals)
+				indexqualorig = lappend(indexqualorig,
+										((RestrictInfo *) lfirst(lc2))->clause);
+		}
+	}
+	return tb_make_temp_index_scan_plan((Scan *) stock, tlist, indexqualorig,
 										tpath->est_dirty_pages,
 										tpath->est_flush_cost);
 }

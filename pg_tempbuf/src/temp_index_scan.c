@@ -4,9 +4,7 @@
  *	  Temp Index Scan: a btree index scan of a temporary table that runs in
  *	  parallel workers, "Custom Scan (Temp Index Scan)" in EXPLAIN.
  *
- * It stands where core would put an Index Scan (or an Index Only Scan,
- * which it replaces by fetching the heap: whether the visibility map is
- * exact for this session is not something a worker can know): the inner
+ * It stands where core would put an Index Scan or an Index Only Scan: the inner
  * side of a nested loop, rescanned with each outer row's keys, possibly
  * under Memoize; a range or equality lookup; an ordered read for a merge
  * join or ORDER BY ... LIMIT.  It is parallel safe; each participant runs
@@ -25,14 +23,22 @@
  * following HOT chains as heap_hot_search_buffer() does; out-of-line
  * values are fetched through toast_reader.c, by every participant alike.
  *
- * The plan keeps core's own Index Scan plan as its one child in
- * custom_plans, never executed: it holds the index quals as the executor
- * needs them (index columns on the left: ExecIndexBuildScanKeys()), and it
- * is what the node becomes again in a plan that ended up serial
- * (plan_walk.c).  The scan's quals are core's: plan.qual is the Index
- * Scan's filter, and the index conditions (indexqualorig, in
- * custom_exprs) are checked on every row fetched when btree_reader.c scans
- * a wider range than the keys ask for.
+ * The plan keeps core's own Index Scan (or Index Only Scan) plan as its
+ * one child in custom_plans, never executed: it holds the index quals as
+ * the executor needs them (index columns on the left:
+ * ExecIndexBuildScanKeys()), and it is what the node becomes again in a
+ * plan that ended up serial (plan_walk.c).  The scan's quals are core's:
+ * plan.qual is the stock scan's filter, and the index conditions
+ * (indexqualorig, in custom_exprs) are checked on every row when
+ * btree_reader.c scans a wider range than the keys ask for.
+ *
+ * The index-only form returns the index tuple's columns (custom_scan_tlist
+ * is the Index Only Scan's indextlist, so that both number them alike),
+ * and fetches the heap only for entries whose heap page the visibility map
+ * does not say all visible, as core does.  The map is as exact for a
+ * worker as for the leader: the leader writes it with the table before
+ * workers start, and nothing changes it during a parallel query; every
+ * participant reads it from the file.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +51,7 @@
 #include "access/parallel.h"
 #include "access/relscan.h"
 #include "access/sysattr.h"
+#include "access/visibilitymapdefs.h"
 #include "executor/executor.h"
 #include "executor/nodeIndexscan.h"
 #include "miscadmin.h"
@@ -73,7 +80,9 @@ typedef struct TempIndexScanState
 	CustomScanState css;
 
 	Relation	index;
-	IndexScan  *stock;			/* the plan's child: core's plan of the scan */
+	Oid			indexid;		/* from the plan's child, core's plan of the scan */
+	List	   *indexqual;
+	bool		index_only;
 	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
 
 	/* core's scan keys, their runtime parts evaluated at each rescan */
@@ -96,6 +105,12 @@ typedef struct TempIndexScanState
 	bool	   *isnull;
 	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
 	int			deform_natts;
+
+	/* index only: the visibility map page in hand */
+	char	   *vm_page;
+	char	   *vm_scratch;
+	BlockNumber vm_block;		/* InvalidBlockNumber: none */
+	BlockNumber vm_nblocks;		/* InvalidBlockNumber: not looked up yet */
 
 	/* leader: the flush when the executor runs the plan */
 	bool		awaits_run;
@@ -127,37 +142,53 @@ static const CustomScanMethods index_scan_methods = {
 	.CreateCustomScanState = index_scan_create_state,
 };
 
+static const CustomScanMethods index_only_scan_methods = {
+	.CustomName = TB_TEMP_INDEX_ONLY_SCAN_NAME,
+	.CreateCustomScanState = index_scan_create_state,
+};
+
+#define INDEX_SCAN_EXEC_METHODS \
+	.BeginCustomScan = index_scan_begin, \
+	.ExecCustomScan = index_scan_exec, \
+	.EndCustomScan = index_scan_end, \
+	.ReScanCustomScan = index_scan_rescan, \
+	.EstimateDSMCustomScan = index_scan_estimate_dsm, \
+	.InitializeDSMCustomScan = index_scan_initialize_dsm, \
+	.ReInitializeDSMCustomScan = index_scan_reinitialize_dsm, \
+	.InitializeWorkerCustomScan = index_scan_initialize_worker, \
+	.ExplainCustomScan = index_scan_explain
+
 static const CustomExecMethods index_scan_exec_methods = {
 	.CustomName = TB_TEMP_INDEX_SCAN_NAME,
-	.BeginCustomScan = index_scan_begin,
-	.ExecCustomScan = index_scan_exec,
-	.EndCustomScan = index_scan_end,
-	.ReScanCustomScan = index_scan_rescan,
-	.EstimateDSMCustomScan = index_scan_estimate_dsm,
-	.InitializeDSMCustomScan = index_scan_initialize_dsm,
-	.ReInitializeDSMCustomScan = index_scan_reinitialize_dsm,
-	.InitializeWorkerCustomScan = index_scan_initialize_worker,
-	.ExplainCustomScan = index_scan_explain,
+	INDEX_SCAN_EXEC_METHODS
+};
+
+static const CustomExecMethods index_only_scan_exec_methods = {
+	.CustomName = TB_TEMP_INDEX_ONLY_SCAN_NAME,
+	INDEX_SCAN_EXEC_METHODS
 };
 
 void
 tb_register_temp_index_scan(void)
 {
 	RegisterCustomScanMethods(&index_scan_methods);
+	RegisterCustomScanMethods(&index_only_scan_methods);
 }
 
 bool
 tb_is_temp_index_scan(Plan *plan)
 {
 	return IsA(plan, CustomScan) &&
-		((CustomScan *) plan)->methods == &index_scan_methods;
+		(((CustomScan *) plan)->methods == &index_scan_methods ||
+		 ((CustomScan *) plan)->methods == &index_only_scan_methods);
 }
 
 bool
 tb_is_temp_index_scan_state(PlanState *planstate)
 {
 	return IsA(planstate, CustomScanState) &&
-		((CustomScanState *) planstate)->methods == &index_scan_exec_methods;
+		(((CustomScanState *) planstate)->methods == &index_scan_exec_methods ||
+		 ((CustomScanState *) planstate)->methods == &index_only_scan_exec_methods);
 }
 
 /* The Index Scan plan a Temp Index Scan carries. */
@@ -168,25 +199,29 @@ tb_temp_index_scan_stock_plan(CustomScan *cscan)
 }
 
 /*
- * The plan: stock is core's Index Scan of the same path (see the file
- * header); tlist and the filter are the Index Scan's.
+ * The plan: stock is core's Index Scan or Index Only Scan of the same path
+ * (see the file header); tlist and the filter are the stock scan's.
  */
 Plan *
-tb_make_temp_index_scan_plan(IndexScan *stock, List *tlist, int est_dirty_pages,
-							 double est_flush_cost)
+tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
+							 int est_dirty_pages, double est_flush_cost)
 {
 	CustomScan *cscan = makeNode(CustomScan);
 
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = stock->scan.plan.qual;
-	cscan->scan.scanrelid = stock->scan.scanrelid;
+	cscan->scan.plan.qual = stock->plan.qual;
+	cscan->scan.scanrelid = stock->scanrelid;
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
-	cscan->custom_exprs = copyObject(stock->indexqualorig);
+	cscan->custom_exprs = copyObject(indexqualorig);
 	cscan->custom_private = list_make2(makeInteger(est_dirty_pages),
 									   makeString(psprintf("%.2f", est_flush_cost)));
-	cscan->custom_scan_tlist = NIL;
 	cscan->methods = &index_scan_methods;
+	if (IsA(stock, IndexOnlyScan))
+	{
+		cscan->custom_scan_tlist = copyObject(((IndexOnlyScan *) stock)->indextlist);
+		cscan->methods = &index_only_scan_methods;
+	}
 	return &cscan->scan.plan;
 }
 
@@ -197,13 +232,29 @@ index_scan_create_state(CustomScan *cscan)
 
 	NodeSetTag(is, T_CustomScanState);
 	is->css.flags = cscan->flags;
-	is->css.methods = &index_scan_exec_methods;
 	/*
 	 * Tuples point into pages the scan keeps (a pinned buffer, a copy): a
-	 * plain heap tuple slot.
+	 * plain heap tuple slot, or the index tuple's columns.
 	 */
-	TbSetScanSlotOps(&is->css, &TTSOpsHeapTuple);
-	is->stock = castNode(IndexScan, linitial(cscan->custom_plans));
+	if (IsA(linitial(cscan->custom_plans), IndexOnlyScan))
+	{
+		IndexOnlyScan *stock = linitial(cscan->custom_plans);
+
+		is->index_only = true;
+		is->indexid = stock->indexid;
+		is->indexqual = stock->indexqual;
+		is->css.methods = &index_only_scan_exec_methods;
+		TbSetScanSlotOps(&is->css, &TTSOpsVirtual);
+	}
+	else
+	{
+		IndexScan  *stock = castNode(IndexScan, linitial(cscan->custom_plans));
+
+		is->indexid = stock->indexid;
+		is->indexqual = stock->indexqual;
+		is->css.methods = &index_scan_exec_methods;
+		TbSetScanSlotOps(&is->css, &TTSOpsHeapTuple);
+	}
 	is->est_dirty_pages = intVal(list_nth(cscan->custom_private, TIP_EST_DIRTY_PAGES));
 	is->est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TIP_EST_FLUSH_COST)), NULL);
@@ -219,13 +270,13 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	IndexArrayKeyInfo *array_keys;
 	int			narray_keys;
 
-	is->index = index_open(is->stock->indexid, lockmode);
+	is->index = index_open(is->indexid, lockmode);
 	is->index_conds = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
 	/* As ExecInitIndexScan() does; btree takes arrays itself. */
-	ExecIndexBuildScanKeys(&node->ss.ps, is->index, is->stock->indexqual, false,
+	ExecIndexBuildScanKeys(&node->ss.ps, is->index, is->indexqual, false,
 						   &is->keys, &is->nkeys,
 						   &is->runtime_keys, &is->nruntime_keys,
 						   &array_keys, &narray_keys);
@@ -240,7 +291,13 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	is->pages = tb_page_source_create(estate->es_query_cxt);
 	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
-	if (!TTS_IS_HEAPTUPLE(node->ss.ss_ScanTupleSlot))
+	if (is->index_only)
+	{
+		is->vm_page = palloc(BLCKSZ);
+		is->vm_scratch = palloc(BLCKSZ);
+		is->vm_block = is->vm_nblocks = InvalidBlockNumber;
+	}
+	else if (!TTS_IS_HEAPTUPLE(node->ss.ss_ScanTupleSlot))
 		plan_deform(is);
 	is->values = palloc(sizeof(Datum) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
 	is->isnull = palloc(sizeof(bool) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
@@ -273,6 +330,8 @@ tb_temp_index_scan_flush(PlanState *planstate)
 	INSTR_TIME_SET_CURRENT(start);
 	is->pages_flushed += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
 	is->pages_flushed += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+	if (is->index_only)
+		is->pages_flushed += tb_flush_local_buffers(&heap_file, VISIBILITYMAP_FORKNUM);
 	is->pages_flushed += tb_toast_flush(rel);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
@@ -456,6 +515,46 @@ plan_deform(TempIndexScanState *is)
 									  &TTSOpsHeapTuple);
 }
 
+/*
+ * Does the visibility map say every tuple of heap_block visible to every
+ * snapshot?  Read from the file, which the leader wrote (a map block past
+ * its end says nothing: not all visible).
+ */
+static bool
+heap_block_all_visible(TempIndexScanState *is, BlockNumber heap_block)
+{
+	Relation	rel = is->css.ss.ss_currentRelation;
+	BlockNumber map_block = tb_vm_block(heap_block);
+
+	if (is->vm_nblocks == InvalidBlockNumber)
+	{
+		SMgrRelation smgr = RelationGetSmgr(rel);
+
+		is->vm_nblocks = smgrexists(smgr, VISIBILITYMAP_FORKNUM) ?
+			smgrnblocks(smgr, VISIBILITYMAP_FORKNUM) : 0;
+	}
+	if (map_block >= is->vm_nblocks)
+		return false;
+	if (map_block != is->vm_block)
+	{
+		is->vm_block = InvalidBlockNumber;
+		(void) tb_read_page(rel, VISIBILITYMAP_FORKNUM, map_block, is->vm_page,
+							is->vm_scratch);
+		is->vm_block = map_block;
+	}
+	return tb_vm_all_visible((Page) is->vm_page, heap_block);
+}
+
+/* Index only: the entry's columns, once its row is known visible. */
+static void
+store_index_tuple(TempIndexScanState *is, TupleTableSlot *slot)
+{
+	ExecClearTuple(slot);
+	index_deform_tuple(tb_btree_scan_tuple(is->btree), RelationGetDescr(is->index),
+					   slot->tts_values, slot->tts_isnull);
+	ExecStoreVirtualTuple(slot);
+}
+
 static void
 set_keys(TempIndexScanState *is)
 {
@@ -486,9 +585,19 @@ index_scan_next(ScanState *ss)
 	while (tb_btree_scan_next(is->btree, &tid))
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (!fetch_heap_tuple(is, &tid, ss->ps.state->es_snapshot))
-			continue;
-		store_tuple(is, slot);
+		if (is->index_only)
+		{
+			if (!heap_block_all_visible(is, ItemPointerGetBlockNumber(&tid)) &&
+				!fetch_heap_tuple(is, &tid, ss->ps.state->es_snapshot))
+				continue;
+			store_index_tuple(is, slot);
+		}
+		else
+		{
+			if (!fetch_heap_tuple(is, &tid, ss->ps.state->es_snapshot))
+				continue;
+			store_tuple(is, slot);
+		}
 		econtext->ecxt_scantuple = slot;
 		if (is->index_conds && !tb_btree_scan_exact(is->btree) &&
 			!ExecQual(is->index_conds, econtext))

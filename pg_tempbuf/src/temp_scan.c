@@ -1453,7 +1453,7 @@ load_page(TempScanState *ts, BlockNumber blkno)
 		counters->leader_pages++;
 	}
 	else
-		counters->rereads += tb_read_page(rel, blkno, ts->page, ts->scratch);
+		counters->rereads += tb_read_page(rel, MAIN_FORKNUM, blkno, ts->page, ts->scratch);
 	counters->pages++;
 	page = (Page) ts->page;
 

@@ -86,7 +86,7 @@ struct TbToastReader
 static char *
 read_page(TbToastReader *reader, Relation rel, BlockNumber blkno, char *page)
 {
-	*reader->rereads += tb_read_page(rel, blkno, page, reader->scratch);
+	*reader->rereads += tb_read_page(rel, MAIN_FORKNUM, blkno, page, reader->scratch);
 	(*reader->pages)++;
 	return page;
 }

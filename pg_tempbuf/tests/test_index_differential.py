@@ -14,14 +14,15 @@ disabled path only costs more, random_page_cost = 0.1), and with pg_tempbuf.para
 Shapes: the inner side of a nested loop rescanned with each outer row's key (equality, a range
 after an equality prefix, `= ANY(array)` with duplicates and NULLs, IS NULL, a cross-type key),
 semi and anti joins, a merge join reading the index in order, ORDER BY ... LIMIT over a join,
-out-of-line values fetched through the index scan; and scans whose one range the
+out-of-line values fetched through the index scan; index-only reads (Temp Index Only Scan)
+of a range and of a nested loop's inner side; and scans whose one range the
 participants share (Parallel Temp Index Scan): a range, an ordered read under Gather Merge on
 an ascending and on a DESC NULLS FIRST index, a grouped read.  Half of the queries run without
 the leader's participation, so that workers do all of the parallel part.
 
 Each run counts the queries whose plan had a Temp Index Scan under a Gather that launched
-workers, those where a worker returned rows from it, and those with a shared range, and
-requires all three.
+workers, those where a worker returned rows from it, those with a shared range and those
+reading the index only, and requires all four.
 
 PGTB_INDEX_EXAMPLES sets the number of cases (default: a fast subset for `make test`).
 """
@@ -95,6 +96,11 @@ SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "shared_ordered": ("SELECT t.a, t.id, t.n FROM t WHERE t.a > {k} - 20 ORDER BY t.a, t.id", True, ()),
     "shared_desc": ("SELECT t.a, t.n FROM t WHERE t.a <= {k} ORDER BY t.a DESC NULLS FIRST, t.n", True, ()),
     "shared_group": ("SELECT t.a, count(*), sum(t.id) FROM t WHERE t.a >= {k} % 7 GROUP BY t.a", False, ()),
+    # Index only: the columns of t_a_id, the heap fetched where the visibility map (set by the
+    # history's VACUUMs, cleared by its writes) does not say all visible.
+    "ios_range": ("SELECT t.a, t.id FROM t WHERE t.a BETWEEN {k} - 12 AND {k} ORDER BY t.a, t.id", True, ()),
+    "ios_nl": ("SELECT perm.b, t.a, t.id FROM perm JOIN t ON t.a = perm.a AND t.id < perm.b + {k} "
+               "WHERE perm.b < {k} * 40", False, ("nestloop",)),
 }
 JOIN_SETTINGS = {"nestloop": "enable_nestloop", "mergejoin": "enable_mergejoin", "hashjoin": "enable_hashjoin"}
 
@@ -146,29 +152,31 @@ def case(draw: st.DrawFn) -> Case:
     )
 
 
-def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool]:
-    """(a Temp Index Scan under a Gather that launched workers, a worker returned rows from
-    one, one of them was parallel aware), from EXPLAIN ANALYZE VERBOSE; the savepoint q is
-    restored when the query fails."""
+def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool, bool]:
+    """(a Temp Index (Only) Scan under a Gather that launched workers, a worker returned rows
+    from one, one of them was parallel aware, one was index only), from EXPLAIN ANALYZE
+    VERBOSE; the savepoint q is restored when the query fails."""
     try:
         row = conn.execute(f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) {sql}").fetchone()
     except psycopg.Error:
         conn.execute("ROLLBACK TO SAVEPOINT q")
-        return False, False, False
+        return False, False, False, False
     assert row is not None
     under = False
     in_worker = False
     shared = False
+    index_only = False
     pending: list[tuple[dict[str, Any], bool]] = [(row[0][0]["Plan"], False)]
     while pending:
         node, launched = pending.pop()
         launched = launched or node.get("Workers Launched", 0) > 0
-        if node.get("Custom Plan Provider") == "Temp Index Scan" and launched:
+        if str(node.get("Custom Plan Provider", "")).startswith("Temp Index") and launched:
             under = True
             in_worker = in_worker or any(w.get("Actual Rows", 0) > 0 for w in node.get("Workers", []))
             shared = shared or node.get("Parallel Aware", False)
+            index_only = index_only or node["Custom Plan Provider"] == "Temp Index Only Scan"
         pending.extend((child, launched) for child in node.get("Plans", []))
-    return under, in_worker, shared
+    return under, in_worker, shared, index_only
 
 
 def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
@@ -183,6 +191,7 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     under_gather = Counter[str]()
     in_workers = Counter[str]()
     shared_ranges = Counter[str]()
+    index_only_scans = Counter[str]()
 
     def compare(conn: psycopg.Connection[Any], q: ShapeQuery, c: Case) -> None:
         for name, value in FORCE_PARALLEL.items():
@@ -204,7 +213,8 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET {name} = off")
         conn.execute("SET pg_tempbuf.parallel_scan = on")
         ran[q.shape] += 1
-        under, in_worker, shared = index_scans_in_workers(conn, q.sql)
+        under, in_worker, shared, index_only = index_scans_in_workers(conn, q.sql)
+        index_only_scans[q.shape] += index_only
         under_gather[q.shape] += under
         in_workers[q.shape] += in_worker
         shared_ranges[q.shape] += shared
@@ -237,15 +247,17 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     check()
     print("index differential: queries with a Temp Index Scan under a Gather that launched workers "
-          "/ with rows returned by a worker / with a shared range / run:")
+          "/ with rows returned by a worker / with a shared range / index only / run:")
     for shape in sorted(ran):
-        print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {shared_ranges[shape]} / {ran[shape]}")
+        print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {shared_ranges[shape]} / "
+              f"{index_only_scans[shape]} / {ran[shape]}")
     print(f"  total: {sum(under_gather.values())} / {sum(in_workers.values())} / "
-          f"{sum(shared_ranges.values())} / {sum(ran.values())}")
+          f"{sum(shared_ranges.values())} / {sum(index_only_scans.values())} / {sum(ran.values())}")
 
     assert sum(ran.values()) > 0
     assert sum(in_workers.values()) > 0, "no worker ever returned rows from a Temp Index Scan"
     assert sum(shared_ranges.values()) > 0, "no Temp Index Scan ever shared its range"
+    assert sum(index_only_scans.values()) > 0, "no Temp Index Only Scan ran under Gather"
     # Before 18 a merge join over index scans, costed without disabling, rarely beats the serial
     # plan on these small tables.
     optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge"})
