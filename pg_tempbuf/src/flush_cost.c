@@ -48,17 +48,23 @@ tb_flush_cost(Relation rel, int *dirty_pages)
 		price.dirty_pages = pool.dirty;
 		price.pool_pages = pool.allocated;
 	}
+	/* The article's formula: a flush walks the pool, whatever it finds. */
+	price.known_clean = false;
 	if (dirty_pages)
 		*dirty_pages = price.dirty_pages;
 	return tb_priced_flush(&price);
 }
 
-/* The flush of price's dirty pages, pool walk included: the formula above. */
+/*
+ * The flush of price's dirty pages, pool walk included: the formula above;
+ * files flushed whole since any page last became dirty are flushed
+ * without the walk (localbuf_access.c).
+ */
 double
 tb_priced_flush(const TbScanPrice *price)
 {
 	return tb_write_page_cost * price->dirty_pages +
-		tb_buffer_scan_cost * price->pool_pages;
+		(price->known_clean ? 0.0 : tb_buffer_scan_cost * price->pool_pages);
 }
 
 /* The state of the pool a Temp Seq Scan of rel would start from. */
@@ -75,6 +81,7 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
 	price->resident_pages = scope.allocated;
 	price->pool_pages = pool.allocated;
 	price->upfront = false;
+	price->known_clean = tb_fork_known_clean(&file, MAIN_FORKNUM);
 }
 
 /*
@@ -119,7 +126,7 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 		*run = read_cost;
 		return;
 	}
-	*startup = tb_buffer_scan_cost * price->pool_pages;
+	*startup = price->known_clean ? 0.0 : tb_buffer_scan_cost * price->pool_pages;
 	/* Workers that copy the leader's pages out of its memory need no write. */
 	if (tb_leader_pages_readable())
 		write_cost = 0;

@@ -289,6 +289,86 @@ write_sorted_buffers(const int *ids, int n)
 		tb_write_local_run(run, nrun);
 }
 
+/*
+ * Relation file forks known to have no dirty page, without walking the
+ * pool: each was flushed whole when pgBufferUsage.local_blks_dirtied had
+ * the value kept here, and every local buffer that turns dirty adds one to
+ * it (MarkLocalBufferDirty(), hint bits included; a page added to a
+ * relation is dirtied by whoever fills it, not by the extension).  While
+ * the counter has not moved, no page anywhere became dirty, so the fork is
+ * still clean: a scan that flushes it before workers read (every Temp
+ * Seq Scan and Temp Index Scan does) need not walk temp_buffers again to
+ * find nothing.  Workers' counters added to the leader's only move it.
+ */
+typedef struct CleanForkKey
+{
+	TbRelFileId file;
+	ForkNumber	fork;
+} CleanForkKey;
+
+typedef struct CleanFork
+{
+	CleanForkKey key;			/* hash key */
+	int64		dirtied;		/* local_blks_dirtied when it was flushed */
+} CleanFork;
+
+static HTAB *clean_forks = NULL;
+static int64 all_clean_dirtied = -1;	/* the whole pool was flushed then */
+
+static CleanForkKey
+clean_fork_key(const TbRelFileId *file, ForkNumber fork)
+{
+	CleanForkKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.file = *file;
+	key.fork = fork;
+	return key;
+}
+
+bool
+tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork)
+{
+	CleanForkKey key = clean_fork_key(file, fork);
+	CleanFork  *entry;
+
+	if (all_clean_dirtied == pgBufferUsage.local_blks_dirtied)
+		return true;
+	if (clean_forks == NULL)
+		return false;
+	entry = hash_search(clean_forks, &key, HASH_FIND, NULL);
+	return entry != NULL && entry->dirtied == pgBufferUsage.local_blks_dirtied;
+}
+
+/* Every page of the fork dirty when the counter read dirtied went out. */
+static void
+remember_clean(const TbRelFileId *file, ForkNumber fork, int64 dirtied)
+{
+	CleanForkKey key = clean_fork_key(file, fork);
+	CleanFork  *entry;
+
+	if (clean_forks == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(CleanForkKey);
+		ctl.entrysize = sizeof(CleanFork);
+		ctl.hcxt = TopMemoryContext;
+		clean_forks = hash_create("pg_tempbuf clean forks", 64, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	/* Entries of dropped files only waste a few bytes: start over now and then. */
+	if (hash_get_num_entries(clean_forks) >= 1024)
+	{
+		hash_destroy(clean_forks);
+		clean_forks = NULL;
+		remember_clean(file, fork, dirtied);
+		return;
+	}
+	entry = hash_search(clean_forks, &key, HASH_ENTER, NULL);
+	entry->dirtied = dirtied;
+}
+
 /* Ids of the valid, dirty buffers in scope, sorted; *n gets their number. */
 static int *
 sorted_dirty_buffers(const TbRelFileId *only, ForkNumber fork, int *n)
@@ -317,8 +397,16 @@ sorted_dirty_buffers(const TbRelFileId *only, ForkNumber fork, int *n)
 void
 tb_flush_cursor_open(TbFlushCursor *cursor, TbRelFileId file, ForkNumber fork)
 {
-	int		   *ids = sorted_dirty_buffers(&file, fork, &cursor->ndirty);
+	int		   *ids;
 
+	cursor->dirtied = pgBufferUsage.local_blks_dirtied;
+	if (tb_fork_known_clean(&file, fork))
+	{
+		ids = palloc(sizeof(int));
+		cursor->ndirty = 0;
+	}
+	else
+		ids = sorted_dirty_buffers(&file, fork, &cursor->ndirty);
 	cursor->file = file;
 	cursor->fork = fork;
 	cursor->blocks = palloc(sizeof(BlockNumber) * Max(cursor->ndirty, 1));
@@ -378,6 +466,9 @@ tb_flush_cursor_write_run(TbFlushCursor *cursor, BlockNumber limit)
 void
 tb_flush_cursor_close(TbFlushCursor *cursor)
 {
+	/* Written to the end: what was dirty at the walk is on disk. */
+	if (cursor->ids && cursor->next >= cursor->ndirty)
+		remember_clean(&cursor->file, cursor->fork, cursor->dirtied);
 	pfree(cursor->ids);
 	pfree(cursor->blocks);
 	cursor->ids = NULL;
@@ -387,17 +478,26 @@ tb_flush_cursor_close(TbFlushCursor *cursor)
 /*
  * Write every dirty page in scope, in file order so that runs of adjacent
  * blocks go out in one write; returns the number written.  A second call
- * finds nothing to write: that is the article's "dry run", the cost of
- * scanning the pool alone.
+ * for the whole pool finds nothing to write: that is the article's "dry
+ * run", the cost of scanning the pool alone.  One relation file's fork
+ * known clean (above) is not walked for.
  */
 int64
 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork)
 {
+	int64		dirtied = pgBufferUsage.local_blks_dirtied;
 	int			ndirty;
-	int		   *dirty = sorted_dirty_buffers(only, fork, &ndirty);
+	int		   *dirty;
 
+	if (only && tb_fork_known_clean(only, fork))
+		return 0;
+	dirty = sorted_dirty_buffers(only, fork, &ndirty);
 	write_sorted_buffers(dirty, ndirty);
 	pfree(dirty);
+	if (only)
+		remember_clean(only, fork, dirtied);
+	else if (fork == InvalidForkNumber)
+		all_clean_dirtied = dirtied;
 	return ndirty;
 }
 

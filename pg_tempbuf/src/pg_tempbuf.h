@@ -77,6 +77,7 @@ extern void tb_pool_census_reset(void);
 extern uint64 tb_pool_census_generation(void);
 extern void tb_pool_census_watch(Oid relid);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
+extern bool tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork);
 extern int64 tb_evict_local_buffers(Relation rel);
 
 /* One relation's dirty pages, written a run at a time, in file order. */
@@ -89,6 +90,7 @@ typedef struct TbFlushCursor
 	int			ndirty;
 	int			next;
 	int64		written;
+	int64		dirtied;		/* local_blks_dirtied at the walk */
 } TbFlushCursor;
 
 extern void tb_flush_cursor_open(TbFlushCursor *cursor, TbRelFileId file,
@@ -143,6 +145,7 @@ typedef struct TbScanPrice
 	int			resident_pages; /* of the main fork, in local buffers */
 	int			pool_pages;		/* local buffers holding a page, any relation */
 	bool		upfront;		/* the flush must end before workers start */
+	bool		known_clean;	/* the flush needs no walk (tb_fork_known_clean()) */
 } TbScanPrice;
 
 extern double tb_flush_cost(Relation rel, int *dirty_pages);
@@ -190,7 +193,8 @@ extern void *tb_mid_read_arg;
 
 /* toast_reader.c: out-of-line values fetched through private pages */
 typedef struct TbToastReader TbToastReader;
-extern void tb_toast_price(Relation rel, int *dirty_pages, bool *has_data);
+extern void tb_toast_price(Relation rel, int *dirty_pages, bool *has_data,
+						   bool *known_clean);
 extern int64 tb_toast_flush(Relation rel);
 extern bool tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch);
 extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,

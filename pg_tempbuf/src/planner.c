@@ -505,6 +505,19 @@ mark_ancestors_parallel(PlannerInfo *root, RelOptInfo *rel)
 	return true;
 }
 
+/*
+ * Is root a subquery whose plan is made alone, keeping only its cheapest
+ * path (a SubPlan, an InitPlan, a CTE)?  Those are planned while the
+ * parent is preprocessed, before its query_planner() sets up its rel
+ * arrays.  A subquery in FROM (a pulled-up IN, say) is planned from the
+ * parent's query_planner(), which then chooses among all its paths.
+ */
+static bool
+planned_alone(PlannerInfo *root)
+{
+	return root->parent_root != NULL && root->parent_root->simple_rel_array == NULL;
+}
+
 static void
 drop_stock_seq_scans(RelOptInfo *rel)
 {
@@ -532,11 +545,11 @@ typedef struct TempIndexPath
 } TempIndexPath;
 
 /*
- * Dirty local pages of the index, which the leader writes with the table's
- * before workers read them.
+ * Add the index's dirty local pages, which the leader writes with the
+ * table's before workers read them, to price.
  */
-static int
-index_dirty_pages(IndexOptInfo *index)
+static void
+price_index_flush(IndexOptInfo *index, TbScanPrice *price)
 {
 	Relation	indexrel = index_open(index->indexoid, NoLock);
 	TbRelFileId file = TbRelationFileId(indexrel);
@@ -544,8 +557,9 @@ index_dirty_pages(IndexOptInfo *index)
 
 	tb_pool_census_watch(index->indexoid);
 	tb_pool_census(&file, &counts, NULL);
+	price->dirty_pages += counts.dirty;
+	price->known_clean = price->known_clean && tb_fork_known_clean(&file, MAIN_FORKNUM);
 	index_close(indexrel, NoLock);
-	return counts.dirty;
 }
 
 /*
@@ -714,7 +728,17 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 									  ipath->path.pathkeys, ipath->indexscandir,
 									  false, outer, loop_count, false);
 
-		index_price.dirty_pages += index_dirty_pages(index);
+		price_index_flush(index, &index_price);
+		/* An index-only scan has the visibility map written too. */
+		if (ipath->path.pathtype == T_IndexOnlyScan)
+		{
+			Relation	heap = table_open(root->simple_rte_array[rel->relid]->relid, NoLock);
+			TbRelFileId heap_file = TbRelationFileId(heap);
+
+			index_price.known_clean = index_price.known_clean &&
+				tb_fork_known_clean(&heap_file, VISIBILITYMAP_FORKNUM);
+			table_close(heap, NoLock);
+		}
 		add_path(rel, &make_temp_index_path(root, rel, ipath, &index_price,
 											loop_count)->path);
 
@@ -731,8 +755,12 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 															&index_price, 1.0)->path);
 		}
 
-		/* As drop_stock_seq_scans(), for the same reason. */
-		if (root->parent_root != NULL)
+		/*
+		 * As drop_stock_seq_scans(), for the same reason, where only one
+		 * path is kept: a subquery in FROM keeps core's cheaper serial
+		 * path beside ours, for its parent to choose.
+		 */
+		if (planned_alone(root))
 			rel->pathlist = list_delete_ptr(rel->pathlist, lfirst(lc));
 	}
 	list_free(stock);
@@ -794,9 +822,11 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (supported && toast_sensitive)
 	{
 		int			toast_dirty;
+		bool		toast_clean;
 
-		tb_toast_price(relation, &toast_dirty, &price.upfront);
+		tb_toast_price(relation, &toast_dirty, &price.upfront, &toast_clean);
 		price.dirty_pages += toast_dirty;
+		price.known_clean = price.known_clean && toast_clean;
 	}
 	flush_cost = tb_priced_flush(&price);
 	table_close(relation, NoLock);

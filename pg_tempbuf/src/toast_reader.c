@@ -231,24 +231,6 @@ toast_files(Relation rel)
 	return files;
 }
 
-/* Dirty local pages a private toast read needs flushed first. */
-static int
-toast_dirty_pages(Relation rel)
-{
-	List	   *files = toast_files(rel);
-	ListCell   *lc;
-	int			dirty = 0;
-
-	foreach(lc, files)
-	{
-		TbLocalBufferCounts counts;
-
-		tb_pool_census(lfirst(lc), &counts, NULL);
-		dirty += counts.dirty;
-	}
-	list_free_deep(files);
-	return dirty;
-}
 
 /*
  * The planner's view of rel's toast relation: its dirty local pages, and
@@ -262,13 +244,20 @@ typedef struct ToastPrice
 	Oid			relid;			/* hash key: the table's */
 	int			dirty_pages;
 	bool		has_data;
+	int			nfiles;			/* toast_files(), when they fit; else -1 */
+	TbRelFileId files[4];
 } ToastPrice;
 
 static HTAB *toast_prices = NULL;
 static uint64 toast_prices_generation = 0;
 
+/*
+ * The toast price of rel: its dirty local pages, whether it has data, and
+ * whether their flush needs no walk of the pool (every file known clean:
+ * tb_fork_known_clean(), asked anew each time).
+ */
 void
-tb_toast_price(Relation rel, int *dirty_pages, bool *has_data)
+tb_toast_price(Relation rel, int *dirty_pages, bool *has_data, bool *known_clean)
 {
 	uint64		generation = tb_pool_census_generation();
 	Oid			relid = RelationGetRelid(rel);
@@ -291,14 +280,32 @@ tb_toast_price(Relation rel, int *dirty_pages, bool *has_data)
 	entry = hash_search(toast_prices, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
-		entry->dirty_pages = toast_dirty_pages(rel);
+		List	   *files = toast_files(rel);
+		ListCell   *lc;
+
+		entry->dirty_pages = 0;
+		entry->nfiles = list_length(files) <= lengthof(entry->files) ?
+			list_length(files) : -1;
+		foreach(lc, files)
+		{
+			TbLocalBufferCounts counts;
+
+			tb_pool_census(lfirst(lc), &counts, NULL);
+			entry->dirty_pages += counts.dirty;
+			if (entry->nfiles >= 0)
+				entry->files[foreach_current_index(lc)] = *(TbRelFileId *) lfirst(lc);
+		}
+		list_free_deep(files);
 		entry->has_data = entry->dirty_pages > 0 || tb_toast_has_data(rel);
 	}
 	*dirty_pages = entry->dirty_pages;
 	*has_data = entry->has_data;
+	*known_clean = entry->nfiles >= 0;
+	for (int i = 0; i < entry->nfiles && *known_clean; i++)
+		*known_clean = tb_fork_known_clean(&entry->files[i], MAIN_FORKNUM);
 }
 
-/* Leader: write the dirty pages toast_dirty_pages() counts. */
+/* Leader: write the dirty pages tb_toast_price() counts. */
 int64
 tb_toast_flush(Relation rel)
 {

@@ -262,5 +262,6 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     # plan on these small tables.
     optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge"})
     for shape, count in ran.items():
-        if count >= 4 and shape not in optional:
+        # Some shapes go parallel in a quarter of their cases only (before 18): judge on a dozen.
+        if count >= 12 and shape not in optional:
             assert under_gather[shape] > 0, f"{shape}: no Temp Index Scan under Gather in {count} queries"
