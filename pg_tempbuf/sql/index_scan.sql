@@ -194,6 +194,8 @@ RESET min_parallel_index_scan_size;
 -- A plan that ends up serial gets core's Index Scan back: no flush needed.
 SET max_parallel_workers_per_gather = 0;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250;
+-- An Index Only Scan given back keeps the target list ours computed.
+SELECT * FROM compare_ways('SELECT o.id, i.id * 2 FROM orders o JOIN items i ON i.id = o.id WHERE o.cust < 250');
 RESET max_parallel_workers_per_gather;
 
 -- Code that may read tables in the leader while workers read (a function

@@ -7,10 +7,12 @@
  * Each function names its source and what was changed.  When a supported
  * version changes the original, change the copy here.
  *
- * Two pieces derived from core stay beside the state they walk, and name
- * their source there: toast_reader.c's btree descent (from _bt_search()
- * and _bt_moveright()) and its chunk assembly (from toast_fetch_datum()
- * and heap_fetch_toast_slice()).  planner.c repeats, in two calls of
+ * Pieces derived from core that stay beside the state they walk name their
+ * source there: btree_reader.c's descent (from _bt_search(),
+ * _bt_moveright() and _bt_binsrch()), temp_index_scan.c's HOT chain walk
+ * (from heap_hot_search_buffer()) and toast_reader.c's chunk assembly
+ * (from toast_fetch_datum() and heap_fetch_toast_slice()).  planner.c
+ * repeats, in two calls of
  * is_parallel_safe() and one of limit_needed(), the checks of
  * set_rel_consider_parallel() that it redoes for temporary tables.
  *

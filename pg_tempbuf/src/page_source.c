@@ -93,6 +93,10 @@ struct TbPageSource
 	int			used;			/* slots given a page so far */
 	int			hand;
 	char	   *scratch;		/* page_reader.c's reread buffer */
+
+	/* since tb_page_source_take_counts() last asked */
+	uint64		reads;			/* pages looked up in buffers or read from files */
+	uint64		rereads;		/* reads page_reader.c had to repeat */
 };
 
 TbPageSource *
@@ -188,7 +192,8 @@ cached_slot(TbPageSource *src, Relation rel, const PageKey *key)
 	slotno = claim_slot(src);
 	slot = &src->slots[slotno];
 	slot->key.relid = InvalidOid;
-	(void) tb_read_page(rel, MAIN_FORKNUM, key->blkno, slot->data, src->scratch);
+	src->rereads += tb_read_page(rel, MAIN_FORKNUM, key->blkno, slot->data, src->scratch);
+	src->reads++;
 	entry = hash_search(src->lookup, key, HASH_ENTER, &found);
 	entry->slot = slotno;
 	slot->key = *key;
@@ -212,6 +217,7 @@ fill_ref(TbPageSource *src, PageRef *ref, Relation rel, BlockNumber blkno)
 	{
 		ref->buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
 		ref->page = BufferGetPage(ref->buffer);
+		src->reads++;
 	}
 	else
 	{
@@ -242,4 +248,13 @@ Page
 tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno)
 {
 	return fill_ref(src, &src->held, rel, blkno);
+}
+
+/* The pages read (and reread) since the last call, for EXPLAIN. */
+void
+tb_page_source_take_counts(TbPageSource *src, uint64 *reads, uint64 *rereads)
+{
+	*reads = src->reads;
+	*rereads = src->rereads;
+	src->reads = src->rereads = 0;
 }

@@ -253,6 +253,8 @@ extern TbPageSource *tb_page_source_create(MemoryContext cxt);
 extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
 extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
 extern void tb_page_source_close(TbPageSource *src);
+extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
+									   uint64 *rereads);
 
 /* btree_reader.c: range scans of a btree through private pages */
 typedef struct TbBtreeScan TbBtreeScan;

@@ -95,7 +95,6 @@ typedef struct TempIndexScanState
 
 	TbPageSource *pages;
 	TbBtreeScan *btree;
-	TbBtreeShared *shared;		/* parallel aware: the range in shared memory */
 	HeapTupleData tuple;
 	TbXminVerdict last_xmin;
 	TbToastReader *toast;
@@ -667,9 +666,8 @@ index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 {
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
-	is->shared = coordinate;
-	tb_btree_shared_init(is->shared, true);
-	tb_btree_scan_share(is->btree, is->shared);
+	tb_btree_shared_init(coordinate, true);
+	tb_btree_scan_share(is->btree, coordinate);
 }
 
 /* Gather rescanned: the range starts over for the next set of workers. */
@@ -686,8 +684,7 @@ index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 {
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
-	is->shared = coordinate;
-	tb_btree_scan_share(is->btree, is->shared);
+	tb_btree_scan_share(is->btree, coordinate);
 }
 
 static void

@@ -5,23 +5,18 @@
  *
  * Core fetches a toasted value through the toast relation's index and heap
  * in shared or local buffers; a parallel worker has no local buffers, so a
- * Parallel Temp Seq Scan fetches its out-of-line values itself.  Once the
- * leader has flushed the toast relation and its index, every participant
- * reads their pages privately with page_reader.c, looks the value up in the
- * btree on (chunk_id, chunk_seq), and assembles the chunks as
+ * Temp Seq Scan or Temp Index Scan fetches its out-of-line values itself.
+ * Every participant reads the toast relation's pages through its own page
+ * source (page_source.c: the leader its local buffers, workers the files
+ * that the leader flushed first), looks the value up in the btree on
+ * (chunk_id, chunk_seq) with btree_reader.c, and assembles the chunks as
  * heap_fetch_toast_slice() does.  The result stays as stored: a compressed
  * value comes back inline and compressed, and core's detoast_attr()
  * decompresses it (pglz or lz4) without touching any relation.
  *
  * Nothing writes the toast relation while a parallel query runs, so the
- * pages read are a static, consistent tree: no concurrent splits.  The
- * lookup still steps right past a high key that is below the value, and
- * skips deleted and half-dead pages on the leaf level, so a tree left with
- * an incomplete split or pages VACUUM is deleting is read correctly.
- *
- * Inner index pages are few and read for every value: they are kept for
- * the whole scan.  Consecutive values of a scan usually have neighbouring
- * chunk ids, so the last leaf and the last few heap pages are kept too.
+ * pages read are a static, consistent tree (btree_reader.c says how it
+ * still reads one left with an incomplete split or half-deleted pages).
  *
  *-------------------------------------------------------------------------
  */
@@ -36,22 +31,12 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_am.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
-
-/* recent toast heap pages kept per reader */
-#define TB_TOAST_HEAP_PAGES		4
-/* inner index pages kept per reader: 8 MB at most */
-#define TB_TOAST_INNER_PAGES	1024
-
-typedef struct CachedPage
-{
-	BlockNumber blkno;			/* hash key */
-	char		data[BLCKSZ];
-} CachedPage;
 
 /* One chunk found in the index: its sequence number and heap TID. */
 typedef struct ChunkRef
@@ -64,31 +49,25 @@ struct TbToastReader
 {
 	Relation	toastrel;
 	Relation	indexrel;
-	BlockNumber root;			/* the fast root */
-	char	   *scratch;
-
-	HTAB	   *inner;			/* inner index pages, by block */
-	BlockNumber leaf_blkno;		/* the last leaf read */
-	char	   *leaf;
-	BlockNumber heap_blkno[TB_TOAST_HEAP_PAGES];
-	char	   *heap[TB_TOAST_HEAP_PAGES];
-	int			heap_victim;
+	TbPageSource *pages;
+	TbBtreeScan *btree;
+	ScanKeyData key;			/* chunk_id = the value's id */
 
 	ChunkRef   *chunks;			/* the value being fetched */
 	int			nchunks;
 	int			maxchunks;
-
-	/* the caller's counters of pages read */
-	uint64	   *pages;
-	uint64	   *rereads;
 };
 
-static char *
-read_page(TbToastReader *reader, Relation rel, BlockNumber blkno, char *page)
+/* Add what the page source read since the last call to the caller's counters. */
+static void
+count_reads(TbToastReader *reader, uint64 *pages, uint64 *rereads)
 {
-	*reader->rereads += tb_read_page(rel, MAIN_FORKNUM, blkno, page, reader->scratch);
-	(*reader->pages)++;
-	return page;
+	uint64		read;
+	uint64		reread;
+
+	tb_page_source_take_counts(reader->pages, &read, &reread);
+	*pages += read;
+	*rereads += reread;
 }
 
 /*
@@ -138,7 +117,6 @@ tb_toast_reader_open(Relation rel, uint64 *pages, uint64 *rereads,
 	Relation	toastrel;
 	Oid			indexoid;
 	BTMetaPageData *meta;
-	HASHCTL		ctl;
 
 	toastrel = table_open(rel->rd_rel->reltoastrelid, AccessShareLock);
 	indexoid = toast_index(toastrel, reason);
@@ -151,33 +129,21 @@ tb_toast_reader_open(Relation rel, uint64 *pages, uint64 *rereads,
 	reader = palloc0(sizeof(TbToastReader));
 	reader->toastrel = toastrel;
 	reader->indexrel = index_open(indexoid, AccessShareLock);
-	reader->scratch = palloc(BLCKSZ);
-	reader->leaf = palloc(BLCKSZ);
-	reader->leaf_blkno = InvalidBlockNumber;
-	for (int i = 0; i < TB_TOAST_HEAP_PAGES; i++)
-	{
-		reader->heap[i] = palloc(BLCKSZ);
-		reader->heap_blkno[i] = InvalidBlockNumber;
-	}
-	reader->pages = pages;
-	reader->rereads = rereads;
+	reader->pages = tb_page_source_create(CurrentMemoryContext);
 
 	/* The metapage: only heapkeyspace btrees (version 4, every temp table's). */
-	read_page(reader, reader->indexrel, BTREE_METAPAGE, reader->leaf);
-	meta = BTPageGetMeta((Page) reader->leaf);
+	meta = BTPageGetMeta(tb_page_source_get(reader->pages, reader->indexrel,
+											BTREE_METAPAGE));
+	count_reads(reader, pages, rereads);
 	if (meta->btm_magic != BTREE_MAGIC || meta->btm_version < BTREE_VERSION)
 	{
 		*reason = "the toast relation's index predates btree version 4";
 		tb_toast_reader_close(reader);
 		return NULL;
 	}
-	reader->root = meta->btm_fastroot;
-
-	ctl.keysize = sizeof(BlockNumber);
-	ctl.entrysize = sizeof(CachedPage);
-	ctl.hcxt = CurrentMemoryContext;
-	reader->inner = hash_create("pg_tempbuf toast index pages", 16, &ctl,
-								HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	reader->btree = tb_btree_scan_begin(reader->indexrel, reader->pages,
+										CurrentMemoryContext);
+	ScanKeyInit(&reader->key, 1, BTEqualStrategyNumber, F_OIDEQ, (Datum) 0);
 	reader->maxchunks = 16;
 	reader->chunks = palloc(sizeof(ChunkRef) * reader->maxchunks);
 	return reader;
@@ -186,6 +152,7 @@ tb_toast_reader_open(Relation rel, uint64 *pages, uint64 *rereads,
 void
 tb_toast_reader_close(TbToastReader *reader)
 {
+	tb_page_source_close(reader->pages);
 	index_close(reader->indexrel, AccessShareLock);
 	table_close(reader->toastrel, AccessShareLock);
 }
@@ -345,131 +312,6 @@ tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch)
 	return guarded;
 }
 
-static Page
-index_page(TbToastReader *reader, BlockNumber blkno)
-{
-	CachedPage *entry;
-	bool		found;
-	BTPageOpaque opaque;
-
-	entry = hash_search(reader->inner, &blkno, HASH_FIND, NULL);
-	if (entry)
-		return (Page) entry->data;
-	if (blkno == reader->leaf_blkno)
-		return (Page) reader->leaf;
-
-	read_page(reader, reader->indexrel, blkno, reader->leaf);
-	opaque = BTPageGetOpaque((Page) reader->leaf);
-	if (PageGetSpecialSize((Page) reader->leaf) != MAXALIGN(sizeof(BTPageOpaqueData)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" contains corrupted page at block %u",
-						RelationGetRelationName(reader->indexrel), blkno)));
-	if (P_ISLEAF(opaque) ||
-		hash_get_num_entries(reader->inner) >= TB_TOAST_INNER_PAGES)
-	{
-		reader->leaf_blkno = blkno;
-		return (Page) reader->leaf;
-	}
-	entry = hash_search(reader->inner, &blkno, HASH_ENTER, &found);
-	memcpy(entry->data, reader->leaf, BLCKSZ);
-	reader->leaf_blkno = InvalidBlockNumber;
-	return (Page) entry->data;
-}
-
-static Oid
-tuple_chunk_id(TbToastReader *reader, IndexTuple itup)
-{
-	bool		isnull;
-
-	return DatumGetObjectId(index_getattr(itup, 1,
-										  RelationGetDescr(reader->indexrel),
-										  &isnull));
-}
-
-/*
- * Does a pivot tuple (a high key or a downlink's separator) sort before
- * every entry of valueid?  Truncated attributes are minus infinity: the
- * pivot (valueid) with chunk_seq truncated precedes all of valueid's
- * entries, while (valueid, seq[, tid]) has some of them before it.
- */
-static bool
-pivot_before(TbToastReader *reader, IndexTuple itup, Oid valueid)
-{
-	Oid			chunk_id;
-
-	if (BTreeTupleGetNAtts(itup, reader->indexrel) == 0)
-		return true;
-	chunk_id = tuple_chunk_id(reader, itup);
-	if (chunk_id != valueid)
-		return chunk_id < valueid;
-	return BTreeTupleGetNAtts(itup, reader->indexrel) < 2;
-}
-
-/* Is the page to the right of this one where valueid's entries go on? */
-static bool
-step_right(TbToastReader *reader, Page page, Oid valueid)
-{
-	BTPageOpaque opaque = BTPageGetOpaque(page);
-
-	if (P_RIGHTMOST(opaque))
-		return false;
-	if (P_IGNORE(opaque))
-		return true;
-	return pivot_before(reader,
-						(IndexTuple) PageGetItem(page, PageGetItemId(page, P_HIKEY)),
-						valueid);
-}
-
-/*
- * Descend from the fast root to the leftmost leaf that can hold valueid's
- * first entry; returns its block number.  Derived from _bt_search() and
- * _bt_moveright() in src/backend/access/nbtree/nbtsearch.c, PostgreSQL 18:
- * one fixed search key instead of a scan key, no locks, no stack, and a
- * static tree (no concurrent splits to finish).
- */
-static BlockNumber
-descend(TbToastReader *reader, Oid valueid)
-{
-	BlockNumber blkno = reader->root;
-
-	for (;;)
-	{
-		Page		page = index_page(reader, blkno);
-		BTPageOpaque opaque = BTPageGetOpaque(page);
-		OffsetNumber low;
-		OffsetNumber high;
-		IndexTuple	itup;
-
-		if (step_right(reader, page, valueid))
-		{
-			blkno = opaque->btpo_next;
-			continue;
-		}
-		if (P_ISLEAF(opaque))
-			return blkno;
-
-		/*
-		 * The last downlink whose separator precedes valueid's entries; the
-		 * first data item is minus infinity whatever it holds.
-		 */
-		low = P_FIRSTDATAKEY(opaque);
-		high = PageGetMaxOffsetNumber(page);
-		while (low < high)
-		{
-			OffsetNumber mid = low + (high - low + 1) / 2;
-
-			itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
-			if (pivot_before(reader, itup, valueid))
-				low = mid;
-			else
-				high = mid - 1;
-		}
-		itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, low));
-		blkno = BTreeTupleGetDownLink(itup);
-	}
-}
-
 static void
 add_chunk(TbToastReader *reader, int32 seq, ItemPointer tid)
 {
@@ -486,88 +328,25 @@ add_chunk(TbToastReader *reader, int32 seq, ItemPointer tid)
 
 /*
  * Collect valueid's index entries, in index order (chunk_seq, then heap
- * TID), into reader->chunks.  A posting list stands for several entries.
+ * TID), into reader->chunks.
  */
 static void
 collect_chunks(TbToastReader *reader, Oid valueid)
 {
 	TupleDesc	desc = RelationGetDescr(reader->indexrel);
-	BlockNumber blkno;
+	ItemPointerData tid;
 
 	reader->nchunks = 0;
-	if (reader->root == P_NONE)
-		return;					/* an empty index */
-	blkno = descend(reader, valueid);
-
-	for (bool first_leaf = true;; first_leaf = false)
+	reader->key.sk_argument = ObjectIdGetDatum(valueid);
+	tb_btree_scan_set_keys(reader->btree, &reader->key, 1);
+	while (tb_btree_scan_next(reader->btree, &tid))
 	{
-		Page		page = index_page(reader, blkno);
-		BTPageOpaque opaque = BTPageGetOpaque(page);
-		OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+		bool		isnull;
+		int32		seq = DatumGetInt32(index_getattr(tb_btree_scan_tuple(reader->btree),
+													  2, desc, &isnull));
 
-		if (!P_IGNORE(opaque))
-		{
-			OffsetNumber start = P_FIRSTDATAKEY(opaque);
-
-			/* On the first leaf, skip the entries of smaller values. */
-			if (first_leaf)
-			{
-				OffsetNumber high = OffsetNumberNext(maxoff);
-
-				while (start < high)
-				{
-					OffsetNumber mid = start + (high - start) / 2;
-					IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
-
-					if (tuple_chunk_id(reader, itup) < valueid)
-						start = mid + 1;
-					else
-						high = mid;
-				}
-			}
-			for (OffsetNumber off = start; off <= maxoff; off = OffsetNumberNext(off))
-			{
-				IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
-				Oid			chunk_id = tuple_chunk_id(reader, itup);
-				bool		isnull;
-				int32		seq;
-
-				if (chunk_id < valueid)
-					continue;
-				if (chunk_id > valueid)
-					return;
-				seq = DatumGetInt32(index_getattr(itup, 2, desc, &isnull));
-				if (BTreeTupleIsPosting(itup))
-				{
-					for (int i = 0; i < BTreeTupleGetNPosting(itup); i++)
-						add_chunk(reader, seq, BTreeTupleGetPostingN(itup, i));
-				}
-				else
-					add_chunk(reader, seq, &itup->t_tid);
-			}
-		}
-		if (!step_right(reader, page, valueid))
-			return;
-		blkno = opaque->btpo_next;
+		add_chunk(reader, seq, &tid);
 	}
-}
-
-static Page
-heap_page(TbToastReader *reader, BlockNumber blkno)
-{
-	int			victim;
-
-	for (int i = 0; i < TB_TOAST_HEAP_PAGES; i++)
-	{
-		if (reader->heap_blkno[i] == blkno)
-			return (Page) reader->heap[i];
-	}
-	victim = reader->heap_victim;
-	reader->heap_victim = (victim + 1) % TB_TOAST_HEAP_PAGES;
-	reader->heap_blkno[victim] = InvalidBlockNumber;
-	read_page(reader, reader->toastrel, blkno, reader->heap[victim]);
-	reader->heap_blkno[victim] = blkno;
-	return (Page) reader->heap[victim];
 }
 
 /*
@@ -602,7 +381,8 @@ chunk_usable(HeapTupleHeader tuple)
 static bool
 fetch_chunk(TbToastReader *reader, ItemPointer tid, HeapTuple tuple)
 {
-	Page		page = heap_page(reader, ItemPointerGetBlockNumber(tid));
+	Page		page = tb_page_source_get(reader->pages, reader->toastrel,
+										  ItemPointerGetBlockNumber(tid));
 	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
 	ItemId		lp;
 
@@ -629,7 +409,7 @@ fetch_chunk(TbToastReader *reader, ItemPointer tid, HeapTuple tuple)
  * compressed if it was stored compressed.  Derived from toast_fetch_datum()
  * in src/backend/access/common/detoast.c and heap_fetch_toast_slice() in
  * src/backend/access/heap/heaptoast.c, PostgreSQL 18: the whole value only
- * (no slices), and chunks looked up and read through private pages instead
+ * (no slices), and chunks looked up and read through the page source instead
  * of an index scan over buffers.  The checks and their errors are core's.
  */
 struct varlena *
@@ -648,8 +428,6 @@ tb_toast_fetch(TbToastReader *reader, struct varlena *attr,
 	VARATT_EXTERNAL_GET_POINTER(toast_pointer, attr);
 	Assert(toast_pointer.va_toastrelid == RelationGetRelid(reader->toastrel));
 
-	reader->pages = pages;
-	reader->rereads = rereads;
 	valueid = toast_pointer.va_valueid;
 	attrsize = VARATT_EXTERNAL_GET_EXTSIZE(toast_pointer);
 	totalchunks = ((attrsize - 1) / TOAST_MAX_CHUNK_SIZE) + 1;
@@ -663,6 +441,7 @@ tb_toast_fetch(TbToastReader *reader, struct varlena *attr,
 		return result;
 
 	collect_chunks(reader, valueid);
+	count_reads(reader, pages, rereads);
 	for (int i = 0; i < reader->nchunks; i++)
 	{
 		HeapTupleData tuple;
@@ -718,6 +497,7 @@ tb_toast_fetch(TbToastReader *reader, struct varlena *attr,
 		memcpy(VARDATA(result) + seq * TOAST_MAX_CHUNK_SIZE, chunkdata, chunksize);
 		expected++;
 	}
+	count_reads(reader, pages, rereads);
 	if (expected != totalchunks)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
