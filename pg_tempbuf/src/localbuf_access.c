@@ -32,6 +32,18 @@ in_scope(BufferDesc *bufHdr, const TbRelFileId *only, ForkNumber fork)
 	return fork == InvalidForkNumber || TbTagForkNum(&bufHdr->tag) == fork;
 }
 
+/* A hash table that lives as long as the session, keyed by plain bytes. */
+static HTAB *
+session_hash(const char *name, Size keysize, Size entrysize, long nelem)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = TopMemoryContext;
+	return hash_create(name, nelem, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 void
 tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 					   TbLocalBufferCounts *counts)
@@ -107,13 +119,8 @@ tb_pool_census_watch(Oid relid)
 {
 	if (census_priced_relids == NULL)
 	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(Oid);
-		ctl.hcxt = TopMemoryContext;
-		census_priced_relids = hash_create("pg_tempbuf priced tables", 16, &ctl,
-										   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		census_priced_relids = session_hash("pg_tempbuf priced tables",
+											sizeof(Oid), sizeof(Oid), 16);
 		CacheRegisterRelcacheCallback(census_relcache_callback, (Datum) 0);
 	}
 	(void) hash_search(census_priced_relids, &relid, HASH_ENTER, NULL);
@@ -151,17 +158,13 @@ buffers_maybe_used(void)
 static void
 take_census(void)
 {
-	HASHCTL		ctl;
 	int			nbuffers = buffers_maybe_used();
 	CensusEntry *entry = NULL;
 
 	if (census.files)
 		hash_destroy(census.files);
-	ctl.keysize = sizeof(TbRelFileId);
-	ctl.entrysize = sizeof(CensusEntry);
-	ctl.hcxt = TopMemoryContext;
-	census.files = hash_create("pg_tempbuf pool census", 64, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	census.files = session_hash("pg_tempbuf pool census", sizeof(TbRelFileId),
+								sizeof(CensusEntry), 64);
 	census.pool.allocated = census.pool.dirty = 0;
 	for (int i = 0; i < nbuffers; i++)
 	{
@@ -348,15 +351,8 @@ remember_clean(const TbRelFileId *file, ForkNumber fork, int64 dirtied)
 	CleanFork  *entry;
 
 	if (clean_forks == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(CleanForkKey);
-		ctl.entrysize = sizeof(CleanFork);
-		ctl.hcxt = TopMemoryContext;
-		clean_forks = hash_create("pg_tempbuf clean forks", 64, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		clean_forks = session_hash("pg_tempbuf clean forks", sizeof(CleanForkKey),
+								   sizeof(CleanFork), 64);
 	/* Entries of dropped files only waste a few bytes: start over now and then. */
 	if (hash_get_num_entries(clean_forks) >= 1024)
 	{
