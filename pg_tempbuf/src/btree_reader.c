@@ -603,7 +603,8 @@ read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 /*
  * Take the next leaf of a shared range: P_NONE when the range is done;
  * InvalidBlockNumber when nobody has started it, and this caller is to
- * descend.  Either way but P_NONE the caller owes tb_shared_release().
+ * descend.  Either way but P_NONE the caller owes shared_release() (or
+ * shared_done()).
  */
 static BlockNumber
 shared_seize(TbBtreeShared *shared)

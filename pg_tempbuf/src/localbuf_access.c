@@ -350,17 +350,15 @@ remember_clean(const TbRelFileId *file, ForkNumber fork, int64 dirtied)
 	CleanForkKey key = clean_fork_key(file, fork);
 	CleanFork  *entry;
 
-	if (clean_forks == NULL)
-		clean_forks = session_hash("pg_tempbuf clean forks", sizeof(CleanForkKey),
-								   sizeof(CleanFork), 64);
 	/* Entries of dropped files only waste a few bytes: start over now and then. */
-	if (hash_get_num_entries(clean_forks) >= 1024)
+	if (clean_forks != NULL && hash_get_num_entries(clean_forks) >= 1024)
 	{
 		hash_destroy(clean_forks);
 		clean_forks = NULL;
-		remember_clean(file, fork, dirtied);
-		return;
 	}
+	if (clean_forks == NULL)
+		clean_forks = session_hash("pg_tempbuf clean forks", sizeof(CleanForkKey),
+								   sizeof(CleanFork), 64);
 	entry = hash_search(clean_forks, &key, HASH_ENTER, NULL);
 	entry->dirtied = dirtied;
 }

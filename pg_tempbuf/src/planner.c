@@ -633,20 +633,16 @@ index_returns_columns(IndexOptInfo *index)
 	Relation	indexrel = index_open(index->indexoid, NoLock);
 	TupleDesc	desc = RelationGetDescr(indexrel);
 	bool		ok = list_length(index->indextlist) == desc->natts;
-	int			col = 0;
 	ListCell   *lc;
 
 	foreach(lc, index->indextlist)
 	{
 		TargetEntry *tle = lfirst(lc);
 
-		if (!ok || col >= desc->natts ||
-			exprType((Node *) tle->expr) != TupleDescAttr(desc, col)->atttypid)
-		{
-			ok = false;
+		if (!ok)
 			break;
-		}
-		col++;
+		ok = exprType((Node *) tle->expr) ==
+			TupleDescAttr(desc, foreach_current_index(lc))->atttypid;
 	}
 	index_close(indexrel, NoLock);
 	return ok;
@@ -696,7 +692,8 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
  * table).
  */
 static void
-add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
+add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price,
+					 bool vm_known_clean)
 {
 	List	   *stock = NIL;
 	ListCell   *lc;
@@ -731,14 +728,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		price_index_flush(index, &index_price);
 		/* An index-only scan has the visibility map written too. */
 		if (ipath->path.pathtype == T_IndexOnlyScan)
-		{
-			Relation	heap = table_open(root->simple_rte_array[rel->relid]->relid, NoLock);
-			TbRelFileId heap_file = TbRelationFileId(heap);
-
-			index_price.known_clean = index_price.known_clean &&
-				tb_fork_known_clean(&heap_file, VISIBILITYMAP_FORKNUM);
-			table_close(heap, NoLock);
-		}
+			index_price.known_clean = index_price.known_clean && vm_known_clean;
 		add_path(rel, &make_temp_index_path(root, rel, ipath, &index_price,
 											loop_count)->path);
 
@@ -772,6 +762,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 {
 	Relation	relation;
 	TbScanPrice price;
+	TbRelFileId heap_file;
+	bool		vm_known_clean;
 	bool		toast_sensitive;
 	bool		supported;
 	int			parallel_workers;
@@ -829,6 +821,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		price.known_clean = price.known_clean && toast_clean;
 	}
 	flush_cost = tb_priced_flush(&price);
+	heap_file = TbRelationFileId(relation);
+	vm_known_clean = tb_fork_known_clean(&heap_file, VISIBILITYMAP_FORKNUM);
 	table_close(relation, NoLock);
 	if (!supported)
 		return;
@@ -856,7 +850,7 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		drop_stock_seq_scans(rel);
 
 	if (tb_index_scan_enabled && !planning.runs_opaque_code)
-		add_temp_index_paths(root, rel, &price);
+		add_temp_index_paths(root, rel, &price, vm_known_clean);
 }
 
 static Plan *
@@ -885,7 +879,6 @@ plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	TempIndexPath *tpath = (TempIndexPath *) best_path;
 	Plan	   *stock = linitial(custom_plans);
-
 	IndexPath  *ipath = linitial(best_path->custom_paths);
 	List	   *indexqualorig = NIL;
 

@@ -441,7 +441,6 @@ tb_toast_fetch(TbToastReader *reader, struct varlena *attr,
 		return result;
 
 	collect_chunks(reader, valueid);
-	count_reads(reader, pages, rereads);
 	for (int i = 0; i < reader->nchunks; i++)
 	{
 		HeapTupleData tuple;
