@@ -294,16 +294,17 @@ SELECT * FROM explain_analyze('EXECUTE count_t');
 EXECUTE count_t;
 
 -- Rescans: a Gather on the inner side of a nested loop sets up its scan
--- again on each loop; the table is flushed on the first loop only.
+-- again on each loop; the table is flushed on the first loop only.  The
+-- join's random() (parallel restricted) keeps the join above the Gathers.
 CREATE TEMP TABLE small AS SELECT g AS a FROM generate_series(1, 3) g;
 ANALYZE small;
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET enable_material = off;
-SELECT * FROM explain_analyze('SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a WHERE t.id <= 10');
-SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a WHERE t.id <= 10;
+SELECT * FROM explain_analyze('SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a AND random() >= 0 WHERE t.id <= 10');
+SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a AND random() >= 0 WHERE t.id <= 10;
 SET pg_tempbuf.parallel_scan = off;
-SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a WHERE t.id <= 10;
+SELECT count(*), sum(t.a) FROM t JOIN small ON small.a + 4 = t.a AND random() >= 0 WHERE t.id <= 10;
 SET pg_tempbuf.parallel_scan = on;
 RESET enable_hashjoin;
 RESET enable_mergejoin;

@@ -28,6 +28,10 @@
  * A table may be read in several places of one plan: plan_walk.c then
  * makes every read of it go through our scan, or falls back.
  *
+ * A join whose sides' cheapest paths are stock scans of temporary tables
+ * gets parallel-safe paths too, from set_join_pathlist_hook
+ * (tb_set_join_pathlist()).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -59,6 +63,7 @@
 #include "pg_tempbuf.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+static set_join_pathlist_hook_type prev_set_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
 /* State of the statement being planned (saved and restored when nested). */
@@ -909,11 +914,131 @@ plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 										tpath->est_flush_cost);
 }
 
+/* A rel's cheapest paths, as set_cheapest() left them. */
+typedef struct CheapestPaths
+{
+	Path	   *startup;
+	Path	   *total;
+	Path	   *unique;
+	List	   *parameterized;
+} CheapestPaths;
+
+/*
+ * Make rel's cheapest parallel-safe path its cheapest one, for a while;
+ * saved keeps what to restore.  False where it has none, or the cheapest
+ * path is parallel safe already.
+ */
+static bool
+pretend_cheapest_safe(RelOptInfo *rel, CheapestPaths *saved)
+{
+	Path	   *safe;
+
+	saved->startup = rel->cheapest_startup_path;
+	saved->total = rel->cheapest_total_path;
+	saved->unique = rel->cheapest_unique_path;
+	saved->parameterized = rel->cheapest_parameterized_paths;
+	if (saved->total == NULL || saved->total->parallel_safe)
+		return false;
+	safe = get_cheapest_parallel_safe_total_inner(rel->pathlist);
+	if (safe == NULL)
+		return false;
+
+	rel->cheapest_startup_path = safe;
+	rel->cheapest_total_path = safe;
+	rel->cheapest_unique_path = NULL;	/* made anew from safe if needed */
+	rel->cheapest_parameterized_paths =
+		lcons(safe, list_delete_ptr(list_copy(saved->parameterized), saved->total));
+	return true;
+}
+
+static void
+restore_cheapest(RelOptInfo *rel, const CheapestPaths *saved)
+{
+	rel->cheapest_startup_path = saved->startup;
+	rel->cheapest_total_path = saved->total;
+	rel->cheapest_unique_path = saved->unique;
+	rel->cheapest_parameterized_paths = saved->parameterized;
+}
+
+/*
+ * Core builds a rel's non-partial join paths from the cheapest path of
+ * each side only.  A temporary table's cheapest path is the stock scan,
+ * never parallel safe, and ours costs a worker's private reads more, so
+ * two temporary tables joined (TPC-H Q21's supplier and nation) had no
+ * parallel-safe path: that join could not be the inner side of a join
+ * under Gather, as it is over UNLOGGED tables, and the planner joined the
+ * big table to each of them in turn instead.  Where one side's cheapest
+ * path is not parallel safe and both sides have one that is, join them
+ * again through those, into an empty path list (core's add_path_precheck()
+ * would reject them against the cheaper unsafe paths, ignoring parallel
+ * safety), then offer the survivors to the real list, where add_path()
+ * keeps each only as a parallel-safe path that nothing safe beats.
+ */
+static void
+tb_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
+					 RelOptInfo *outerrel, RelOptInfo *innerrel,
+					 JoinType jointype, JoinPathExtraData *extra)
+{
+	static bool rejoining = false;
+	CheapestPaths outer_saved;
+	CheapestPaths inner_saved;
+	bool		outer_swapped;
+	bool		inner_swapped;
+	List	   *pathlist = joinrel->pathlist;
+	List	   *safe_paths = NIL;
+	ListCell   *lc;
+
+	if (prev_set_join_pathlist_hook)
+		prev_set_join_pathlist_hook(root, joinrel, outerrel, innerrel,
+									jointype, extra);
+
+	if (rejoining || planning.paths_offered == 0 || !joinrel->consider_parallel)
+		return;
+	outer_swapped = pretend_cheapest_safe(outerrel, &outer_saved);
+	inner_swapped = pretend_cheapest_safe(innerrel, &inner_saved);
+	if ((!outer_swapped && !outer_saved.total->parallel_safe) ||
+		(!inner_swapped && !inner_saved.total->parallel_safe) ||
+		(!outer_swapped && !inner_swapped))
+	{
+		restore_cheapest(outerrel, &outer_saved);
+		restore_cheapest(innerrel, &inner_saved);
+		return;
+	}
+
+	rejoining = true;
+	joinrel->pathlist = NIL;
+	PG_TRY();
+	{
+		add_paths_to_joinrel(root, joinrel, outerrel, innerrel, jointype,
+							 extra->sjinfo, extra->restrictlist);
+	}
+	PG_FINALLY();
+	{
+		rejoining = false;
+		safe_paths = joinrel->pathlist;
+		joinrel->pathlist = pathlist;
+		restore_cheapest(outerrel, &outer_saved);
+		restore_cheapest(innerrel, &inner_saved);
+	}
+	PG_END_TRY();
+
+	foreach(lc, safe_paths)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (path->parallel_safe)
+			add_path(joinrel, path);
+	}
+	list_free(safe_paths);
+}
+
 void
 tb_install_planner_hooks(void)
 {
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = tb_set_rel_pathlist;
+	prev_set_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = tb_set_join_pathlist;
 	prev_planner_hook = planner_hook;
 	planner_hook = tb_planner;
 }
