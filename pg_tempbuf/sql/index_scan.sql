@@ -106,6 +106,11 @@ SET enable_mergejoin = on;
 SET enable_nestloop = off;
 EXPLAIN (COSTS OFF) SELECT count(*), sum(i.amount) FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000;
 SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000');
+-- Backward: the same read in descending order, for ORDER BY ... DESC
+-- (row_number() numbers rows in the order they come).
+EXPLAIN (COSTS OFF) SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000 ORDER BY i.id DESC LIMIT 20;
+SELECT * FROM compare_ways('SELECT row_number() OVER (), id, amount FROM (SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000 ORDER BY i.id DESC LIMIT 20) s');
+SELECT * FROM compare_ways('SELECT row_number() OVER (), id, grp FROM (SELECT o.id, i.grp FROM orders o JOIN items i ON i.id = o.id AND i.id > 100 AND i.id <= 2500 ORDER BY i.id DESC) s');
 -- Only the leader reads the table, above Gather: core's Index Scan.
 EXPLAIN (COSTS OFF) SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust = 3;
 SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust = 3');

@@ -24,6 +24,8 @@ BEGIN
         line := regexp_replace(line, 'Pages Read: .*', 'Pages Read: ...');
         -- How many pages the leader reads before workers take the rest is a race.
         line := regexp_replace(line, 'Pages From Local Buffers: \d+', 'Pages From Local Buffers: N');
+        -- So is how many pages it guards from workers (page_guard.c).
+        line := regexp_replace(line, '(Pages Pinned|Pages Kept By Leader): \d+', '\1: N');
         -- Which participant met a value varies; the total does not.
         IF line ~ 'Toast Values Fetched:' THEN
             line := regexp_replace(line, 'Fetched: .*', 'Fetched: total=' ||

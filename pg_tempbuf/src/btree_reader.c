@@ -32,6 +32,13 @@
  * Entries marked dead are skipped, as core's scans skip them; a posting
  * list stands for several entries, in heap TID order.
  *
+ * A backward scan returns the same entries in the opposite order (heap
+ * TIDs of a posting list too, as core's backward scans do): it descends to
+ * the first entry beyond the range's upper end, steps back from there and
+ * walks left links, stopping below the lower end; array elements are taken
+ * from the last.  The tree being static, a left link is as good as a right
+ * one.
+ *
  * A scan given a TbBtreeShared shares its one range with the other
  * participants of a parallel query, as core's parallel btree scan does
  * (_bt_parallel_seize() and _bt_parallel_release() in nbtree.c): one of
@@ -117,6 +124,7 @@ struct TbBtreeScan
 	KeyValue	high;
 	bool		high_strict;
 	bool		exact;			/* every key is one of the above */
+	bool		backward;		/* return the range in descending order */
 	BTScanInsert lower;			/* the entries of the current segment: */
 	BTScanInsert upper;			/* from >= lower to <= upper (if any) */
 	bool		bounded_above;
@@ -160,6 +168,14 @@ void
 tb_btree_scan_share(TbBtreeScan *scan, TbBtreeShared *shared)
 {
 	scan->shared = shared;
+}
+
+/* Return entries in descending index order; not for a shared range. */
+void
+tb_btree_scan_backward(TbBtreeScan *scan)
+{
+	Assert(scan->shared == NULL);
+	scan->backward = true;
 }
 
 TbBtreeScan *
@@ -540,27 +556,50 @@ root_block(TbBtreeScan *scan)
 }
 
 /*
- * Descend to the leaf where the first entry >= key is, or would be.
- * Derived from _bt_search(), _bt_moveright() and _bt_binsrch() in
- * src/backend/access/nbtree/nbtsearch.c (PostgreSQL 18), for a forward
- * search (nextkey false) of a static tree: no locks, no stack, no
- * incomplete splits to finish.
+ * The first offset of page, from low on, whose entry is > key (nextkey) or
+ * >= key; past the last one if none is.
+ */
+static OffsetNumber
+search_page(TbBtreeScan *scan, BTScanInsert key, bool nextkey, Page page,
+			OffsetNumber low)
+{
+	OffsetNumber high = OffsetNumberNext(PageGetMaxOffsetNumber(page));
+	int32		cmpval = nextkey ? 0 : 1;
+
+	while (low < high)
+	{
+		OffsetNumber mid = low + (high - low) / 2;
+
+		if (_bt_compare(scan->index, key, page, mid) >= cmpval)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	return low;
+}
+
+/*
+ * Descend to the leaf where the first entry > key (nextkey) or >= key is,
+ * or would be.  Derived from _bt_search(), _bt_moveright() and
+ * _bt_binsrch() in src/backend/access/nbtree/nbtsearch.c (PostgreSQL 18),
+ * for a static tree: no locks, no stack, no incomplete splits to finish.
  */
 static BlockNumber
-descend(TbBtreeScan *scan, BTScanInsert key)
+descend(TbBtreeScan *scan, BTScanInsert key, bool nextkey)
 {
 	BlockNumber blkno = root_block(scan);
+	int32		cmpval = nextkey ? 0 : 1;
 
 	for (;;)
 	{
 		Page		page = index_page(scan, blkno);
 		BTPageOpaque opaque = BTPageGetOpaque(page);
 		OffsetNumber low;
-		OffsetNumber high;
 		IndexTuple	itup;
 
 		if (!P_RIGHTMOST(opaque) &&
-			(P_IGNORE(opaque) || _bt_compare(scan->index, key, page, P_HIKEY) > 0))
+			(P_IGNORE(opaque) ||
+			 _bt_compare(scan->index, key, page, P_HIKEY) >= cmpval))
 		{
 			blkno = opaque->btpo_next;
 			continue;
@@ -568,18 +607,8 @@ descend(TbBtreeScan *scan, BTScanInsert key)
 		if (P_ISLEAF(opaque))
 			return blkno;
 
-		/* The last downlink whose separator is < key. */
-		low = P_FIRSTDATAKEY(opaque);
-		high = OffsetNumberNext(PageGetMaxOffsetNumber(page));
-		while (low < high)
-		{
-			OffsetNumber mid = low + (high - low) / 2;
-
-			if (_bt_compare(scan->index, key, page, mid) > 0)
-				low = mid + 1;
-			else
-				high = mid;
-		}
+		/* The last downlink whose separator is < key (<= key: nextkey). */
+		low = search_page(scan, key, nextkey, page, P_FIRSTDATAKEY(opaque));
 		Assert(low > P_FIRSTDATAKEY(opaque));
 		itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, low - 1));
 		blkno = BTreeTupleGetDownLink(itup);
@@ -593,10 +622,12 @@ read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 	BTPageOpaque opaque = BTPageGetOpaque(page);
 
 	scan->leaf = page;
-	scan->offnum = P_FIRSTDATAKEY(opaque);
 	/* A deleted or half-dead page holds no entry to return. */
 	scan->maxoff = P_IGNORE(opaque) ? InvalidOffsetNumber :
 		PageGetMaxOffsetNumber((Page) scan->leaf);
+	/* A backward scan returns the entry before offnum next. */
+	scan->offnum = scan->backward && !P_IGNORE(opaque) ?
+		OffsetNumberNext(scan->maxoff) : P_FIRSTDATAKEY(opaque);
 	scan->posting_count = scan->posting_next = 0;
 }
 
@@ -686,15 +717,18 @@ start_segment(TbBtreeScan *scan)
 {
 	BlockNumber handed_on = InvalidBlockNumber;
 	BlockNumber blkno;
-	OffsetNumber low;
-	OffsetNumber high;
 
 	if (scan->array_col >= 0)
 	{
+		int			element;
+
 		Assert(scan->shared == NULL);
 		if (scan->next_element >= scan->nelements)
 			return false;
-		scan->fixed[scan->array_col].value = scan->elements[scan->next_element++];
+		element = scan->next_element++;
+		if (scan->backward)
+			element = scan->nelements - 1 - element;
+		scan->fixed[scan->array_col].value = scan->elements[element];
 	}
 	else if (scan->next_element++ > 0)
 		return false;
@@ -723,59 +757,82 @@ start_segment(TbBtreeScan *scan)
 	if (handed_on != InvalidBlockNumber)
 		return take_shared_leaf(scan, handed_on);
 
-	blkno = descend(scan, scan->lower);
+	if (scan->backward)
+	{
+		/*
+		 * Just past the last entry <= upper (< upper, strict), as
+		 * _bt_first() positions a backward scan; with no upper end, past
+		 * the rightmost leaf's last entry (an empty key is > everything).
+		 */
+		bool		nextkey = !(scan->has_high && scan->high_strict);
+
+		if (!scan->bounded_above)
+			make_key(scan, scan->upper, NULL);
+		read_leaf(scan, descend(scan, scan->upper, nextkey));
+		if (scan->maxoff != InvalidOffsetNumber)
+			scan->offnum = search_page(scan, scan->upper, nextkey, scan->leaf,
+									   P_FIRSTDATAKEY(BTPageGetOpaque(scan->leaf)));
+		return true;
+	}
+
+	blkno = descend(scan, scan->lower, false);
 	if (scan->shared)
 		take_shared_leaf(scan, blkno);
 	else
 		read_leaf(scan, blkno);
-	if (scan->maxoff == InvalidOffsetNumber)
-		return true;
-	low = scan->offnum;
-	high = OffsetNumberNext(scan->maxoff);
-	while (low < high)
-	{
-		OffsetNumber mid = low + (high - low) / 2;
-
-		if (_bt_compare(scan->index, scan->lower, scan->leaf, mid) > 0)
-			low = mid + 1;
-		else
-			high = mid;
-	}
-	scan->offnum = low;
+	if (scan->maxoff != InvalidOffsetNumber)
+		scan->offnum = search_page(scan, scan->lower, false, scan->leaf,
+								   scan->offnum);
 	return true;
 }
 
 /*
- * The heap TID of the next entry in the range, in index order; false at
- * the end.
+ * The next entry of a backward scan's segment, in the leaf or in those to
+ * its left; false, the segment ended, when the entries left are below the
+ * lower end.
  */
-bool
-tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
+static bool
+step_back(TbBtreeScan *scan, IndexTuple *itup)
 {
-	if (scan->empty)
-		return false;
+	for (;;)
+	{
+		BTPageOpaque opaque = BTPageGetOpaque(scan->leaf);
+		ItemId		lp;
+		int32		cmp;
+
+		if (scan->maxoff == InvalidOffsetNumber ||
+			scan->offnum <= P_FIRSTDATAKEY(opaque))
+		{
+			if (P_LEFTMOST(opaque))
+				return false;
+			read_leaf(scan, opaque->btpo_prev);
+			continue;
+		}
+		scan->offnum = OffsetNumberPrev(scan->offnum);
+		cmp = _bt_compare(scan->index, scan->lower, scan->leaf, scan->offnum);
+		if (cmp > 0 || (cmp == 0 && scan->low_strict && scan->has_low))
+			return false;
+		lp = PageGetItemId(scan->leaf, scan->offnum);
+		if (ItemIdIsDead(lp))
+			continue;
+		*itup = (IndexTuple) PageGetItem(scan->leaf, lp);
+		return true;
+	}
+}
+
+/*
+ * The next entry of a forward scan's segment, in the leaf or in those to
+ * its right (or those handed on, in a shared range); false, the segment
+ * ended, at the first entry above the upper end or past the last leaf.
+ */
+static bool
+step_forward(TbBtreeScan *scan, IndexTuple *itup)
+{
 	for (;;)
 	{
 		Page		page = scan->leaf;
 		ItemId		lp;
-		IndexTuple	itup;
-		int32		cmp;
 
-		if (scan->posting_next < scan->posting_count)
-		{
-			*tid = scan->posting[scan->posting_next++];
-			scan->entries++;
-			return true;
-		}
-		if (!scan->in_segment)
-		{
-			if (!start_segment(scan))
-			{
-				scan->empty = true;
-				return false;
-			}
-			continue;			/* on its leaf now */
-		}
 		if (scan->maxoff == InvalidOffsetNumber || scan->offnum > scan->maxoff)
 		{
 			BTPageOpaque opaque = BTPageGetOpaque(page);
@@ -783,10 +840,10 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 			if (scan->shared)
 			{
 				if (!take_shared_leaf(scan, shared_seize(scan->shared)))
-					scan->in_segment = false;
+					return false;
 			}
 			else if (P_RIGHTMOST(opaque))
-				scan->in_segment = false;
+				return false;
 			else
 				read_leaf(scan, opaque->btpo_next);
 			continue;
@@ -794,13 +851,13 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 
 		if (scan->bounded_above)
 		{
-			cmp = _bt_compare(scan->index, scan->upper, page, scan->offnum);
+			int32		cmp = _bt_compare(scan->index, scan->upper, page, scan->offnum);
+
 			if (cmp < 0 || (cmp == 0 && scan->high_strict && scan->has_high))
 			{
 				if (scan->shared)
 					shared_done(scan->shared);
-				scan->in_segment = false;
-				continue;
+				return false;
 			}
 		}
 		lp = PageGetItemId(page, scan->offnum);
@@ -815,16 +872,54 @@ tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
 				continue;
 			scan->past_low = true;
 		}
-		itup = (IndexTuple) PageGetItem(page, lp);
+		*itup = (IndexTuple) PageGetItem(page, lp);
+		return true;
+	}
+}
+
+/*
+ * The heap TID of the next entry in the range, in index order (reversed
+ * for a backward scan); false at the end.
+ */
+bool
+tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid)
+{
+	if (scan->empty)
+		return false;
+	for (;;)
+	{
+		IndexTuple	itup;
+
+		if (scan->posting_next < scan->posting_count)
+		{
+			int			i = scan->posting_next++;
+
+			*tid = scan->posting[scan->backward ? scan->posting_count - 1 - i : i];
+			scan->entries++;
+			return true;
+		}
+		if (!scan->in_segment)
+		{
+			if (!start_segment(scan))
+			{
+				scan->empty = true;
+				return false;
+			}
+			continue;			/* on its leaf now */
+		}
+		if (!(scan->backward ? step_back(scan, &itup) : step_forward(scan, &itup)))
+		{
+			scan->in_segment = false;
+			continue;
+		}
+		scan->itup = itup;
 		if (BTreeTupleIsPosting(itup))
 		{
 			scan->posting = BTreeTupleGetPosting(itup);
 			scan->posting_count = BTreeTupleGetNPosting(itup);
 			scan->posting_next = 0;
-			scan->itup = itup;
 			continue;
 		}
-		scan->itup = itup;
 		*tid = itup->t_tid;
 		scan->entries++;
 		return true;

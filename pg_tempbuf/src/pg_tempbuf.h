@@ -260,6 +260,7 @@ extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
 typedef struct TbBtreeScan TbBtreeScan;
 extern TbBtreeScan *tb_btree_scan_begin(Relation index, TbPageSource *pages,
 										MemoryContext cxt);
+extern void tb_btree_scan_backward(TbBtreeScan *scan);
 extern void tb_btree_scan_set_keys(TbBtreeScan *scan, ScanKey keys, int nkeys);
 extern bool tb_btree_scan_next(TbBtreeScan *scan, ItemPointer tid);
 extern IndexTuple tb_btree_scan_tuple(TbBtreeScan *scan);

@@ -685,8 +685,7 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 
 /*
  * Offer a Temp Index Scan for each btree index path core made for rel,
- * forward or unordered (a backward scan is not written yet), with no ORDER
- * BY operator.  An Index Only Scan path becomes a Temp Index Only Scan,
+ * in either direction, with no ORDER BY operator.  An Index Only Scan path becomes a Temp Index Only Scan,
  * or an index scan where the index stores a column in another type.  price
  * holds the table's (and its toast relation's)
  * dirty pages; a parameterized path is rescanned once per outer row, but
@@ -694,7 +693,7 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
  * so each scan bears its share of both.  An unparameterized path without
  * array keys also gets a partial form, the participants sharing its range
  * (as core's partial index paths do, which core makes for no temporary
- * table).
+ * table), when it reads forward.
  */
 static void
 add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price,
@@ -718,9 +717,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		double		loop_count = tb_loop_count(root, rel->relid, outer);
 		TbScanPrice index_price = *price;
 
-		if (index->relam != BTREE_AM_OID ||
-			ipath->indexorderbys != NIL ||
-			ipath->indexscandir == BackwardScanDirection)
+		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL)
 			continue;
 		if (ipath->path.param_info &&
 			!is_parallel_safe(root, (Node *) ipath->path.param_info->ppi_clauses))
@@ -737,7 +734,8 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		add_path(rel, &make_temp_index_path(root, rel, ipath, &index_price,
 											loop_count)->path);
 
-		if (outer == NULL && !has_array_keys(ipath))
+		if (outer == NULL && !has_array_keys(ipath) &&
+			ipath->indexscandir != BackwardScanDirection)
 		{
 			IndexPath  *partial = create_index_path(root, index, ipath->indexclauses,
 													NIL, NIL, ipath->path.pathkeys,

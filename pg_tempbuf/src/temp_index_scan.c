@@ -83,6 +83,7 @@ typedef struct TempIndexScanState
 	Oid			indexid;		/* from the plan's child, core's plan of the scan */
 	List	   *indexqual;
 	bool		index_only;
+	bool		backward;		/* the stock plan's indexorderdir */
 	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
 
 	/* core's scan keys, their runtime parts evaluated at each rescan */
@@ -242,6 +243,7 @@ index_scan_create_state(CustomScan *cscan)
 		is->index_only = true;
 		is->indexid = stock->indexid;
 		is->indexqual = stock->indexqual;
+		is->backward = ScanDirectionIsBackward(stock->indexorderdir);
 		is->css.methods = &index_only_scan_exec_methods;
 		TbSetScanSlotOps(&is->css, &TTSOpsVirtual);
 	}
@@ -251,6 +253,7 @@ index_scan_create_state(CustomScan *cscan)
 
 		is->indexid = stock->indexid;
 		is->indexqual = stock->indexqual;
+		is->backward = ScanDirectionIsBackward(stock->indexorderdir);
 		is->css.methods = &index_scan_exec_methods;
 		TbSetScanSlotOps(&is->css, &TTSOpsHeapTuple);
 	}
@@ -290,6 +293,8 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	is->pages = tb_page_source_create(estate->es_query_cxt);
 	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
+	if (is->backward)
+		tb_btree_scan_backward(is->btree);
 	if (is->index_only)
 	{
 		is->vm_page = palloc(BLCKSZ);
@@ -694,6 +699,9 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
 	ExplainPropertyText("Index Name", RelationGetRelationName(is->index), es);
+	/* Core's word for it ("Index Scan Backward" in text). */
+	if (is->backward)
+		ExplainPropertyText("Scan Direction", "Backward", es);
 	if (cscan->custom_exprs)
 	{
 		List	   *context = set_deparse_context_plan(es->deparse_cxt,

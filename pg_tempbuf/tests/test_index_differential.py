@@ -13,7 +13,8 @@ disabled path only costs more, random_page_cost = 0.1), and with pg_tempbuf.para
 
 Shapes: the inner side of a nested loop rescanned with each outer row's key (equality, a range
 after an equality prefix, `= ANY(array)` with duplicates and NULLs, IS NULL, a cross-type key),
-semi and anti joins, a merge join reading the index in order, ORDER BY ... LIMIT over a join,
+semi and anti joins, a merge join reading the index in order (forward, and backward for
+ORDER BY ... DESC), ORDER BY ... LIMIT over a join,
 out-of-line values fetched through the index scan; index-only reads (Temp Index Only Scan)
 of a range and of a nested loop's inner side; and scans whose one range the
 participants share (Parallel Temp Index Scan): a range, an ordered read under Gather Merge on
@@ -22,7 +23,7 @@ the leader's participation, so that workers do all of the parallel part.
 
 Each run counts the queries whose plan had a Temp Index Scan under a Gather that launched
 workers, those where a worker returned rows from it, those with a shared range and those
-reading the index only, and requires all four.
+reading the index only, and requires all four; on PostgreSQL 18 also one read backward.
 
 PGTB_INDEX_EXAMPLES sets the number of cases (default: a fast subset for `make test`).
 """
@@ -88,6 +89,9 @@ SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "merge": ("SELECT perm.b, t.id, t.s FROM perm JOIN t ON t.id = perm.b AND t.id < {k} * 40", False, ("mergejoin",)),
     "limit": ("SELECT t.id, perm.b FROM perm JOIN t ON t.id = perm.b ORDER BY t.id, perm.b LIMIT {k}",
               True, ("nestloop", "mergejoin")),
+    # Backward: a merge join reading the index in descending order.
+    "limit_desc": ("SELECT t.id, perm.b FROM perm JOIN t ON t.id = perm.b AND t.id > {k} "
+                   "ORDER BY t.id DESC, perm.b DESC LIMIT {k} * 3", True, ("mergejoin",)),
     "toast": ("SELECT count(*), sum(length(t.w)), max(md5(t.w)) FROM perm JOIN t ON t.id = perm.b",
               False, ("nestloop",)),
     # One range shared by the participants.
@@ -152,20 +156,21 @@ def case(draw: st.DrawFn) -> Case:
     )
 
 
-def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool, bool]:
+def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool, bool, bool]:
     """(a Temp Index (Only) Scan under a Gather that launched workers, a worker returned rows
-    from one, one of them was parallel aware, one was index only), from EXPLAIN ANALYZE
-    VERBOSE; the savepoint q is restored when the query fails."""
+    from one, one of them was parallel aware, one was index only, one read backward), from
+    EXPLAIN ANALYZE VERBOSE; the savepoint q is restored when the query fails."""
     try:
         row = conn.execute(f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) {sql}").fetchone()
     except psycopg.Error:
         conn.execute("ROLLBACK TO SAVEPOINT q")
-        return False, False, False, False
+        return False, False, False, False, False
     assert row is not None
     under = False
     in_worker = False
     shared = False
     index_only = False
+    backward = False
     pending: list[tuple[dict[str, Any], bool]] = [(row[0][0]["Plan"], False)]
     while pending:
         node, launched = pending.pop()
@@ -175,8 +180,9 @@ def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[boo
             in_worker = in_worker or any(w.get("Actual Rows", 0) > 0 for w in node.get("Workers", []))
             shared = shared or node.get("Parallel Aware", False)
             index_only = index_only or node["Custom Plan Provider"] == "Temp Index Only Scan"
+            backward = backward or node.get("Scan Direction") == "Backward"
         pending.extend((child, launched) for child in node.get("Plans", []))
-    return under, in_worker, shared, index_only
+    return under, in_worker, shared, index_only, backward
 
 
 def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
@@ -192,6 +198,7 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     in_workers = Counter[str]()
     shared_ranges = Counter[str]()
     index_only_scans = Counter[str]()
+    backward_scans = Counter[str]()
 
     def compare(conn: psycopg.Connection[Any], q: ShapeQuery, c: Case) -> None:
         for name, value in FORCE_PARALLEL.items():
@@ -213,8 +220,9 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET {name} = off")
         conn.execute("SET pg_tempbuf.parallel_scan = on")
         ran[q.shape] += 1
-        under, in_worker, shared, index_only = index_scans_in_workers(conn, q.sql)
+        under, in_worker, shared, index_only, backward = index_scans_in_workers(conn, q.sql)
         index_only_scans[q.shape] += index_only
+        backward_scans[q.shape] += backward
         under_gather[q.shape] += under
         in_workers[q.shape] += in_worker
         shared_ranges[q.shape] += shared
@@ -247,12 +255,13 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
 
     check()
     print("index differential: queries with a Temp Index Scan under a Gather that launched workers "
-          "/ with rows returned by a worker / with a shared range / index only / run:")
+          "/ with rows returned by a worker / with a shared range / index only / backward / run:")
     for shape in sorted(ran):
         print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {shared_ranges[shape]} / "
-              f"{index_only_scans[shape]} / {ran[shape]}")
+              f"{index_only_scans[shape]} / {backward_scans[shape]} / {ran[shape]}")
     print(f"  total: {sum(under_gather.values())} / {sum(in_workers.values())} / "
-          f"{sum(shared_ranges.values())} / {sum(index_only_scans.values())} / {sum(ran.values())}")
+          f"{sum(shared_ranges.values())} / {sum(index_only_scans.values())} / "
+          f"{sum(backward_scans.values())} / {sum(ran.values())}")
 
     assert sum(ran.values()) > 0
     assert sum(in_workers.values()) > 0, "no worker ever returned rows from a Temp Index Scan"
@@ -260,7 +269,9 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     assert sum(index_only_scans.values()) > 0, "no Temp Index Only Scan ran under Gather"
     # Before 18 a merge join over index scans, costed without disabling, rarely beats the serial
     # plan on these small tables.
-    optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge"})
+    optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge", "limit_desc"})
+    if disabled_nodes and ran["limit_desc"] >= 12:
+        assert sum(backward_scans.values()) > 0, "no backward Temp Index Scan ran under Gather"
     for shape, count in ran.items():
         # Some shapes go parallel in a quarter of their cases only (before 18): judge on a dozen.
         if count >= 12 and shape not in optional:
