@@ -39,10 +39,7 @@
  *	  temp_buffers of their own; the leader reads the pages it holds in
  *	  place, pinning each local buffer while it is on that page.
  *	- Out-of-line values of the columns the scan uses are fetched by the
- *	  participant that meets them, through private pages of the toast
- *	  relation and its index (toast_reader.c), which the leader flushes
- *	  with the table; the tuple goes up with those values inline, so no
- *	  participant detoasts through local buffers.
+ *	  participant that meets them, privately: see temp_scan_tuples.c.
  *	- When workers must not look at the table's rows the scan runs in the
  *	  leader alone: it then stops Gather from launching any worker.  That
  *	  happens when the toast index is one toast_reader.c cannot read, or
@@ -78,7 +75,7 @@
 #include "utils/wait_event.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "temp_scan_int.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */
@@ -115,192 +112,6 @@ static const char *const flush_mode_names[] = {
 #define RANGE(low, high)	(((uint64) (high) << 32) | (uint64) (low))
 #define RANGE_LOW(r)		((BlockNumber) ((r) & 0xFFFFFFFF))
 #define RANGE_HIGH(r)		((BlockNumber) ((r) >> 32))
-
-/* What each participant did, for EXPLAIN ANALYZE. */
-typedef struct TempScanCounters
-{
-	uint64		pages;
-	uint64		rereads;
-	uint64		toast_values;	/* out-of-line values fetched privately */
-	uint64		toast_pages;	/* toast heap and index pages read for them */
-	uint64		buffer_pages;	/* of pages, those the leader read in its buffers */
-	uint64		leader_pages;	/* of pages, those a worker copied from the leader's */
-	uint64		waits;			/* times a worker waited for the flush */
-} TempScanCounters;
-
-/* Shared state in the parallel query's DSM segment. */
-typedef struct TempScanShared
-{
-	BlockNumber nblocks;		/* the table's length when the leader flushed */
-	BlockNumber chunk;			/* blocks taken from range at a time */
-	bool		leader_only;
-	bool		toast_private;	/* participants fetch out-of-line values */
-
-	/*
-	 * Blocks not handed out yet.  Everybody takes chunks from the low end;
-	 * in interleaved mode the leader also takes them from the high end,
-	 * where it reads dirty pages from its own buffers instead of writing
-	 * them.
-	 */
-	pg_atomic_uint64 range;
-
-	/*
-	 * While the leader flushes, every block below this one is on disk in
-	 * its newest image (ALL_READABLE once the flush is over); workers wait
-	 * on flush_progress for the rest.  leader_gone lets them stop should
-	 * the leader end its part without finishing the flush.
-	 */
-	pg_atomic_uint32 readable_below;
-	pg_atomic_uint32 leader_gone;
-	ConditionVariable flush_progress;
-	pg_atomic_uint32 workers_started;	/* counted once each tried leader_pages */
-	pg_atomic_uint32 workers_refused;	/* and could not copy from the leader */
-	pg_atomic_uint32 refused_errno; /* why a worker could not, for EXPLAIN */
-
-	/*
-	 * The table's pages in the leader's local buffers, by block, where the
-	 * leader's memory holds them; nleader_pages is 0 when workers read the
-	 * file only.  The list follows the counters.
-	 */
-	pid_t		leader_pid;
-	int			nleader_pages;
-	Size		leader_pages_offset;
-
-	/*
-	 * Blocks that only the leader reads, a bit each (page_guard.c): workers
-	 * skip them, and the leader reads them once it has no chunk left.
-	 */
-	bool		any_reserved;
-	BlockNumber reserved_bits;
-	Size		reserved_offset;
-
-	/* pg_tempbuf.debug_hazard: where a worker and the leader meet */
-	pg_atomic_uint32 hazard_phase;
-	BlockNumber hazard_block;
-
-	int			nworkers;
-	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
-	TempScanCounters counters[FLEXIBLE_ARRAY_MEMBER];
-} TempScanShared;
-
-typedef struct TempScanState
-{
-	CustomScanState css;
-
-	/* from the plan */
-	bool		partial;
-	bool		toast_sensitive;
-	bool		output_unread;
-	bool		guard_pruning;
-	bool		reads_no_column;	/* neither quals nor parent read a column */
-	int			est_dirty_pages;
-	double		est_flush_cost;
-	TbFlushMode plan_flush_mode;
-
-	/* block allocation: shared, or private when running without DSM */
-	TempScanShared *shared;
-	bool		prepared;		/* sized for this pass */
-	bool		flushed;		/* this execution's flush is done */
-	BlockNumber nblocks;
-	BlockNumber next_block;		/* without DSM only */
-	BlockNumber chunk_next;		/* rest of the chunk in hand */
-	BlockNumber chunk_end;
-	const char *leader_only_reason;
-
-	/* leader: the flush done as workers go (pipelined, interleaved) */
-	ParallelContext *pcxt;
-	TbFlushMode flush_mode;		/* this pass's (the last one's, for EXPLAIN) */
-	bool		flushing;		/* a flush workers wait on is not over */
-	bool		pass_started;	/* the leader has sized this pass's flush */
-	bool		flush_opened;	/* and collected the pages it writes */
-	TbFlushCursor flush;
-	BlockNumber lookahead;		/* blocks to keep readable ahead of workers */
-
-	/*
-	 * Interleaved mode: what a written page and a page scanned from the high
-	 * end cost the leader in this pass, to tell which way it serves the
-	 * scan better.
-	 */
-	double		pass_scan_ms;
-	uint64		pass_scanned;
-	double		last_write_ms;	/* the latest write run, and its pages */
-	int64		last_write_pages;
-	int			chunks_since_write; /* high chunks scanned since then */
-	instr_time	high_chunk_start;	/* of the high chunk in hand */
-	BlockNumber high_chunk_pages;
-	bool		start_synced;	/* pg_tempbuf.debug_sync_start done this pass */
-	bool		writes_needed_known;	/* workers_need_writes() answered */
-	long		start_wait_us;	/* waited for that answer, pipelined */
-
-	/* leader: the table's pages in local buffers, copied from there */
-	TbResidentPage *resident;
-	int			nresident;
-
-	/* leader: entries the DSM has for the list of its dirty pages */
-	int			leader_pages_room;
-	BlockNumber reserved_room;	/* and bits for the blocks it keeps */
-	const char *copies_off_reason;	/* why it lists none, this pass */
-	uint64		ptracer_hold;	/* from tb_admit_workers(), until the end */
-	const char *page_source;	/* for EXPLAIN: how workers got those pages */
-
-	/* leader: pages kept from changing while workers read (page_guard.c) */
-	TbPinSet	pins;
-	bool		reserved_pass;	/* reading the blocks it keeps */
-	BlockNumber reserved_next;
-	uint64		reserved_count; /* for EXPLAIN, this pass */
-	bool		hazard_served;
-
-	/* leader of a full scan: flushes when the executor runs the plan */
-	bool		awaits_run;
-	uint64		pages_pinned;	/* for EXPLAIN, summed over passes */
-	uint64		pages_kept;
-
-	/* worker: copies pages the leader holds out of its memory */
-	bool		copies_from_leader;
-	TbLeaderPage *leader_pages;	/* in the shared state */
-	char	   *copies;			/* the last batch of copies, a page each */
-	const TbLeaderPage *copied; /* their entries in leader_pages */
-	bool		copy_valid[TB_LEADER_COPY_BATCH];
-	int			ncopies;
-
-	/*
-	 * Private toast fetches: the varlena columns the quals use, fetched
-	 * before the quals run, and those only the output uses, fetched for rows
-	 * that pass.  The scan then runs the quals itself, in place of ExecScan.
-	 */
-	AttrNumber *qual_attrs;
-	int			nqual_attrs;
-	AttrNumber *late_attrs;
-	int			nlate_attrs;
-	ExprState  *qual;
-	bool		fetch_toast;	/* participants fetch out-of-line values */
-	bool		toast_decided;	/* fetch_toast is set for this execution */
-	TbToastReader *toast;		/* this participant's reader, or NULL */
-	Datum	   *values;
-	bool	   *isnull;
-
-	/*
-	 * The page in hand (page_buf, a copy from the leader, or the leader's
-	 * own local buffer, pinned) and its visible tuples.
-	 */
-	char	   *page;
-	char	   *page_buf;
-	Buffer		pinned;
-	char	   *scratch;
-	BlockNumber page_block;
-	int			nvisible;
-	int			next_visible;
-	OffsetNumber visible[MaxHeapTuplesPerPage];
-	HeapTupleData tuple;
-	TbXminVerdict last_xmin;	/* for tb_tuple_visible() */
-
-	/* kept for EXPLAIN */
-	int64		pages_flushed;
-	double		flush_ms;
-	TempScanCounters mine;		/* without DSM */
-	TempScanCounters *totals;	/* per participant, summed over passes */
-	int			ntotals;
-} TempScanState;
 
 static Node *temp_scan_create_state(CustomScan *cscan);
 static void temp_scan_begin(CustomScanState *node, EState *estate, int eflags);
@@ -474,77 +285,10 @@ temp_scan_create_state(CustomScan *cscan)
 	return (Node *) ts;
 }
 
-/* Varlena columns of the table that the expressions reference. */
-static Bitmapset *
-varlena_attrs(TempScanState *ts, List *exprs)
-{
-	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
-	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
-	Bitmapset  *attrs = NULL;
-	Bitmapset  *result = NULL;
-	bool		whole_row;
-
-	pull_varattnos((Node *) exprs, cscan->scan.scanrelid, &attrs);
-	whole_row = bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber,
-							  attrs);
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		/* Any storage: SET STORAGE PLAIN leaves old values out of line. */
-		if (att->attisdropped || att->attlen != -1)
-			continue;
-		if (whole_row ||
-			bms_is_member(i + 1 - FirstLowInvalidHeapAttributeNumber, attrs))
-			result = bms_add_member(result, i);
-	}
-	return result;
-}
-
-static AttrNumber *
-attr_array(Bitmapset *attrs, int *nattrs)
-{
-	AttrNumber *result = palloc(sizeof(AttrNumber) * Max(bms_num_members(attrs), 1));
-	int			x = -1;
-
-	*nattrs = 0;
-	while ((x = bms_next_member(attrs, x)) >= 0)
-		result[(*nattrs)++] = x;
-	return result;
-}
-
-/*
- * Which out-of-line values this scan may have to fetch: those of the
- * varlena columns its quals and output use (all of them for a whole-row
- * reference).
- */
-static void
-find_toast_attrs(TempScanState *ts)
-{
-	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
-	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
-	Bitmapset  *in_qual = varlena_attrs(ts, cscan->scan.plan.qual);
-	Bitmapset  *in_output = ts->output_unread ? NULL :
-		varlena_attrs(ts, cscan->scan.plan.targetlist);
-
-	ts->qual_attrs = attr_array(in_qual, &ts->nqual_attrs);
-	ts->late_attrs = attr_array(bms_difference(in_output, in_qual), &ts->nlate_attrs);
-	if (ts->nqual_attrs + ts->nlate_attrs == 0)
-		return;
-
-	/* Rows the quals reject must not cost a fetch: run them here. */
-	ts->qual = ts->css.ss.ps.qual;
-	ts->css.ss.ps.qual = NULL;
-	ts->values = palloc(sizeof(Datum) * desc->natts);
-	ts->isnull = palloc(sizeof(bool) * desc->natts);
-}
-
 static void flush_table(TempScanState *ts);
-static TempScanCounters *my_counters(TempScanState *ts);
 
 /* Full scans begun in this backend whose flush waits for ExecutorRun. */
 int			tb_scans_awaiting_run = 0;
-static void plan_deform(TempScanState *ts);
 
 static void
 temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
@@ -555,10 +299,10 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	ts->scratch = palloc(BLCKSZ);
 	ts->pinned = InvalidBuffer;
 	ts->page_block = InvalidBlockNumber;
-	plan_deform(ts);
+	tb_ts_plan_deform(ts);
 	/* Before the flush: it decides whether the toast relation goes too. */
 	if (ts->toast_sensitive)
-		find_toast_attrs(ts);
+		tb_ts_find_toast_attrs(ts);
 
 	/*
 	 * A full scan has no shared state to set up before workers start, so
@@ -580,43 +324,6 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	}
 }
 
-/* Does the table's toast relation hold anything a worker might fetch? */
-bool
-tb_toast_has_data(Relation rel)
-{
-	Oid			toastrelid = rel->rd_rel->reltoastrelid;
-	Relation	toastrel;
-	BlockNumber nblocks;
-
-	if (!OidIsValid(toastrelid))
-		return false;
-	toastrel = table_open(toastrelid, AccessShareLock);
-	nblocks = RelationGetNumberOfBlocks(toastrel);
-	table_close(toastrel, AccessShareLock);
-	return nblocks > 0;
-}
-
-/*
- * Must this scan's participants fetch out-of-line values themselves?  Not
- * when the leader scans alone anyway.
- */
-static bool
-wants_toast_reader(TempScanState *ts)
-{
-	return ts->nqual_attrs + ts->nlate_attrs > 0 &&
-		tb_toast_has_data(ts->css.ss.ss_currentRelation);
-}
-
-/* Once per execution: must participants fetch out-of-line values? */
-static void
-decide_toast(TempScanState *ts)
-{
-	if (ts->toast_decided)
-		return;
-	ts->fetch_toast = wants_toast_reader(ts);
-	ts->toast_decided = true;
-}
-
 /*
  * Leader only: put the table's pages (and those of its toast relation,
  * when participants fetch from it) on disk, once per execution.
@@ -633,7 +340,7 @@ flush_table(TempScanState *ts)
 
 	if (ts->flushed)
 		return;
-	decide_toast(ts);
+	tb_ts_decide_toast(ts);
 	INSTR_TIME_SET_CURRENT(start);
 	ts->pages_flushed += tb_flush_local_buffers(&file, MAIN_FORKNUM);
 	if (ts->fetch_toast)
@@ -672,7 +379,7 @@ temp_scan_prepare(TempScanState *ts, TbFlushMode mode)
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	const char *toast_reason = NULL;
 
-	decide_toast(ts);
+	tb_ts_decide_toast(ts);
 	if (!IsParallelWorker())
 	{
 		/*
@@ -1254,7 +961,7 @@ wait_readable(TempScanState *ts, BlockNumber blkno)
 
 	if (blkno >= pg_atomic_read_u32(&shared->readable_below))
 	{
-		my_counters(ts)->waits++;
+		tb_ts_my_counters(ts)->waits++;
 		ConditionVariablePrepareToSleep(&shared->flush_progress);
 		while (blkno >= pg_atomic_read_u32(&shared->readable_below))
 		{
@@ -1358,8 +1065,8 @@ next_block(TempScanState *ts, BlockNumber *blkno)
 	}
 }
 
-static TempScanCounters *
-my_counters(TempScanState *ts)
+TempScanCounters *
+tb_ts_my_counters(TempScanState *ts)
 {
 	if (ts->shared == NULL)
 		return &ts->mine;
@@ -1432,7 +1139,7 @@ load_page(TempScanState *ts, BlockNumber blkno)
 {
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	Snapshot	snapshot = ts->css.ss.ps.state->es_snapshot;
-	TempScanCounters *counters = my_counters(ts);
+	TempScanCounters *counters = tb_ts_my_counters(ts);
 	char	   *copy = NULL;
 	Page		page;
 	OffsetNumber maxoff;
@@ -1477,160 +1184,6 @@ load_page(TempScanState *ts, BlockNumber blkno)
 	}
 }
 
-/*
- * Put a tuple of the private page into the scan slot.  A heap tuple slot
- * just points at it; the virtual slot of PostgreSQL 15 needs it deformed,
- * with defaults of columns added since the row was written.
- */
-static void
-store_tuple(TempScanState *ts, TupleTableSlot *slot, HeapTuple tuple)
-{
-	if (TTS_IS_HEAPTUPLE(slot))
-		ExecStoreHeapTuple(tuple, slot, false);
-	else
-	{
-		int			natts = HeapTupleHeaderGetNatts(tuple->t_data);
-
-		ExecClearTuple(slot);
-		if (ts->reads_no_column)
-			memset(slot->tts_isnull, true,
-				   slot->tts_tupleDescriptor->natts * sizeof(bool));
-		else
-		{
-			heap_deform_tuple(tuple, slot->tts_tupleDescriptor,
-							  slot->tts_values, slot->tts_isnull);
-			if (natts < slot->tts_tupleDescriptor->natts)
-				slot_getmissingattrs(slot, natts,
-									 slot->tts_tupleDescriptor->natts);
-		}
-		ExecStoreVirtualTuple(slot);
-	}
-}
-
-/*
- * The virtual slot of PostgreSQL 15 holds every column deformed, where
- * the heap tuple slot deforms only what is read.  When neither the quals
- * nor the parent read any column (count(*)), the row goes up as NULLs and
- * nothing is deformed.
- */
-static void
-plan_deform(TempScanState *ts)
-{
-	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
-	Bitmapset  *attrs = NULL;
-
-	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
-	if (!ts->output_unread)
-		pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid,
-					   &attrs);
-	ts->reads_no_column = bms_is_empty(attrs);
-}
-
-/*
- * Fetch the out-of-line values of attrs into ts->values, decompressed;
- * false when there was none.  A value of another toast relation cannot
- * occur in a table (core re-toasts such values on insertion): should one
- * turn up, the leader leaves it to core, while a worker, which cannot,
- * gives up.
- */
-static bool
-fetch_values(TempScanState *ts, AttrNumber *attrs, int nattrs)
-{
-	Relation	rel = ts->css.ss.ss_currentRelation;
-	TempScanCounters *counters = my_counters(ts);
-	bool		fetched = false;
-
-	for (int i = 0; i < nattrs; i++)
-	{
-		int			att = attrs[i];
-		struct varlena *value = (struct varlena *) DatumGetPointer(ts->values[att]);
-		struct varatt_external toast_pointer;
-
-		if (ts->isnull[att] || !VARATT_IS_EXTERNAL_ONDISK(value))
-			continue;
-		VARATT_EXTERNAL_GET_POINTER(toast_pointer, value);
-		if (toast_pointer.va_toastrelid != tb_toast_reader_relid(ts->toast))
-		{
-			if (!IsParallelWorker())
-				continue;
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" in a parallel worker",
-							RelationGetRelationName(rel)),
-					 errdetail("The value is stored in toast relation %u, not in the table's own.",
-							   toast_pointer.va_toastrelid)));
-		}
-		value = tb_toast_fetch(ts->toast, value, &counters->toast_pages,
-							   &counters->rereads);
-		counters->toast_values++;
-
-		/*
-		 * Decompress here (pglz or lz4, no relation access): in parallel,
-		 * and not in the leader when the row goes up through Gather.
-		 */
-		if (VARATT_IS_COMPRESSED(value))
-		{
-			struct varlena *compressed = value;
-
-			value = detoast_attr(compressed);
-			pfree(compressed);
-		}
-		ts->values[att] = PointerGetDatum(value);
-		fetched = true;
-	}
-	return fetched;
-}
-
-/* Store ts->values, as a heap tuple standing for the one on the page. */
-static void
-store_values(TempScanState *ts, TupleTableSlot *slot)
-{
-	HeapTuple	tuple = heap_form_tuple(slot->tts_tupleDescriptor, ts->values,
-										ts->isnull);
-
-	tuple->t_self = ts->tuple.t_self;
-	tuple->t_tableOid = ts->tuple.t_tableOid;
-	store_tuple(ts, slot, tuple);
-}
-
-static bool
-qual_passes(TempScanState *ts, TupleTableSlot *slot)
-{
-	ExprContext *econtext = ts->css.ss.ps.ps_ExprContext;
-
-	econtext->ecxt_scantuple = slot;
-	if (ExecQual(ts->qual, econtext))
-		return true;
-	InstrCountFiltered1(&ts->css.ss.ps, 1);
-	ResetExprContext(econtext);
-	return false;
-}
-
-/*
- * Put the tuple in hand into the slot with the out-of-line values the quals
- * need inline, run the quals, and fetch the values only the output needs
- * for a row that passes.  Returns whether it passed.  Everything lives in
- * per-tuple memory.
- */
-static bool
-store_fetched(TempScanState *ts, TupleTableSlot *slot)
-{
-	ExprContext *econtext = ts->css.ss.ps.ps_ExprContext;
-	MemoryContext oldcxt = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
-	bool		passed;
-
-	heap_deform_tuple(&ts->tuple, slot->tts_tupleDescriptor, ts->values, ts->isnull);
-	if (fetch_values(ts, ts->qual_attrs, ts->nqual_attrs))
-		store_values(ts, slot);
-	else
-		store_tuple(ts, slot, &ts->tuple);
-	passed = ts->qual == NULL || qual_passes(ts, slot);
-	if (passed && fetch_values(ts, ts->late_attrs, ts->nlate_attrs))
-		store_values(ts, slot);
-	MemoryContextSwitchTo(oldcxt);
-	return passed;
-}
-
 static TupleTableSlot *
 temp_scan_next(ScanState *ss)
 {
@@ -1663,12 +1216,12 @@ temp_scan_next(ScanState *ss)
 			ts->tuple.t_tableOid = RelationGetRelid(ss->ss_currentRelation);
 			if (ts->toast && HeapTupleHasExternal(&ts->tuple))
 			{
-				if (!store_fetched(ts, slot))
+				if (!tb_ts_store_fetched(ts, slot))
 					continue;
 				return slot;
 			}
-			store_tuple(ts, slot, &ts->tuple);
-			if (ts->qual && !qual_passes(ts, slot))
+			tb_ts_store_tuple(ts, slot, &ts->tuple);
+			if (ts->qual && !tb_ts_qual_passes(ts, slot))
 				continue;
 			return slot;
 		}
@@ -2019,7 +1572,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 
 	if (ts->shared->toast_private)
 	{
-		TempScanCounters *counters = my_counters(ts);
+		TempScanCounters *counters = tb_ts_my_counters(ts);
 		const char *reason = NULL;
 
 		ts->toast = tb_toast_reader_open(ts->css.ss.ss_currentRelation,
