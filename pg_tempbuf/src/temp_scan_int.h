@@ -20,6 +20,14 @@
 
 #include "pg_tempbuf.h"
 
+/* pg_tempbuf.debug_hazard: where a worker and the leader are (hazard_phase) */
+#define HAZARD_IDLE		0
+#define HAZARD_CLAIMED	1		/* a worker is about to pause */
+#define HAZARD_PAUSED	2		/* in the middle of hazard_block */
+#define HAZARD_CHANGED	3		/* the leader did what the hazard says */
+#define HAZARD_READ		4		/* the worker has read the rest of the page */
+#define HAZARD_RESTORED 5		/* the leader put the buffer back */
+
 /* What each participant did, for EXPLAIN ANALYZE. */
 typedef struct TempScanCounters
 {
@@ -208,6 +216,12 @@ typedef struct TempScanState
 
 /* temp_scan_supply.c */
 extern TempScanCounters *tb_ts_my_counters(TempScanState *ts);
+
+/* temp_scan_hazard.c */
+extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);
+extern bool tb_ts_worker_meets_hazard(BlockNumber blkno, const char *page,
+									  bool from_leader, bool done, void *arg);
+extern void tb_ts_serve_hazard(TempScanState *ts);
 
 /* temp_scan_tuples.c */
 extern void tb_ts_find_toast_attrs(TempScanState *ts);
