@@ -215,7 +215,17 @@ typedef struct TempScanState
 } TempScanState;
 
 /* temp_scan_supply.c */
+extern void tb_ts_flush_table(TempScanState *ts);
+extern void tb_ts_prepare(TempScanState *ts, TbFlushMode mode);
+extern void tb_ts_unpin_page(TempScanState *ts);
+extern void tb_ts_reset_pass(TempScanState *ts);
+extern bool tb_ts_next_block(TempScanState *ts, BlockNumber *blkno);
+extern void tb_ts_load_page(TempScanState *ts, BlockNumber blkno);
 extern TempScanCounters *tb_ts_my_counters(TempScanState *ts);
+extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
+extern Size tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt);
+extern void tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
+							   TempScanShared *shared);
 
 /* temp_scan_hazard.c */
 extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);
