@@ -13,9 +13,10 @@
  * The node is this file: its plan, its callbacks, the flush of full scans
  * when the executor runs the plan, and EXPLAIN.  The rest of the scan:
  *	- temp_scan_supply.c: how blocks reach each participant (the shared
- *	  state, chunks, the leader's flush that workers follow, the pages
- *	  workers copy from the leader's buffers), and when the scan runs in
- *	  the leader alone;
+ *	  state, chunks, the pages workers copy from the leader's buffers),
+ *	  and when the scan runs in the leader alone;
+ *	- temp_scan_flush.c: the leader's flush that workers follow
+ *	  (interleaved, pipelined) and their waits for it;
  *	- temp_scan_tuples.c: the rows it returns, with the out-of-line values
  *	  of the columns the scan uses fetched privately by the participant
  *	  that meets them;

@@ -3,7 +3,8 @@
  * temp_scan_int.h
  *	  The Temp Seq Scan's state, shared by the files that make the scan:
  *	  temp_scan.c (the node), temp_scan_supply.c (how blocks reach each
- *	  participant), temp_scan_tuples.c (the rows it returns) and
+ *	  participant), temp_scan_flush.c (the leader's flush that workers
+ *	  follow), temp_scan_tuples.c (the rows it returns) and
  *	  temp_scan_hazard.c (pg_tempbuf.debug_hazard's races).
  *
  * Functions named tb_ts_* are the scan's own, called across those files.
@@ -27,6 +28,14 @@
 #define HAZARD_CHANGED	3		/* the leader did what the hazard says */
 #define HAZARD_READ		4		/* the worker has read the rest of the page */
 #define HAZARD_RESTORED 5		/* the leader put the buffer back */
+
+/* Workers may read every block: no flush is under way. */
+#define ALL_READABLE	((uint32) 0xFFFFFFFF)
+
+/* The blocks not yet handed out: [low, high), packed for one atomic word. */
+#define RANGE(low, high)	(((uint64) (high) << 32) | (uint64) (low))
+#define RANGE_LOW(r)		((BlockNumber) ((r) & 0xFFFFFFFF))
+#define RANGE_HIGH(r)		((BlockNumber) ((r) >> 32))
 
 /* What each participant did, for EXPLAIN ANALYZE. */
 typedef struct TempScanCounters
@@ -221,11 +230,17 @@ extern void tb_ts_unpin_page(TempScanState *ts);
 extern void tb_ts_reset_pass(TempScanState *ts);
 extern bool tb_ts_next_block(TempScanState *ts, BlockNumber *blkno);
 extern void tb_ts_load_page(TempScanState *ts, BlockNumber blkno);
+extern bool tb_ts_claim_chunk(TempScanShared *shared, bool from_high,
+							  BlockNumber *start, BlockNumber *end);
 extern TempScanCounters *tb_ts_my_counters(TempScanState *ts);
-extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
 extern Size tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt);
 extern void tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 							   TempScanShared *shared);
+
+/* temp_scan_flush.c */
+extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
+extern bool tb_ts_leader_next_chunk(TempScanState *ts);
+extern bool tb_ts_wait_readable(TempScanState *ts, BlockNumber blkno);
 
 /* temp_scan_hazard.c */
 extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);
