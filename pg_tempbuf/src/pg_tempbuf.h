@@ -227,7 +227,6 @@ typedef enum TbFlushMode
 
 extern void tb_register_temp_scan(void);
 extern bool tb_is_temp_scan(Plan *plan);
-extern bool tb_toast_has_data(Relation rel);
 extern bool tb_scan_attrs_supported(Relation relation, Bitmapset *attrs,
 									bool *toast_sensitive);
 extern List *tb_temp_scan_private(bool partial, bool toast_sensitive,
@@ -239,6 +238,9 @@ extern void tb_temp_scan_mark_guard_pruning(CustomScan *cscan);
 extern void tb_install_executor_hooks(void);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
+
+/* temp_scan_tuples.c: does the toast relation hold anything to fetch? */
+extern bool tb_toast_has_data(Relation rel);
 
 /*
  * Leader: scans that write their tables' dirty pages when the executor

@@ -1,0 +1,260 @@
+/*-------------------------------------------------------------------------
+ *
+ * temp_scan_int.h
+ *	  The Temp Seq Scan's state, shared by the files that make the scan:
+ *	  temp_scan.c (the node), temp_scan_supply.c (how blocks reach each
+ *	  participant), temp_scan_flush.c (the leader's flush that workers
+ *	  follow), temp_scan_tuples.c (the rows it returns) and
+ *	  temp_scan_hazard.c (pg_tempbuf.debug_hazard's races).
+ *
+ * Functions named tb_ts_* are the scan's own, called across those files.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TEMP_SCAN_INT_H
+#define TEMP_SCAN_INT_H
+
+#include "access/parallel.h"
+#include "port/atomics.h"
+#include "portability/instr_time.h"
+#include "storage/condition_variable.h"
+
+#include "pg_tempbuf.h"
+
+/* pg_tempbuf.debug_hazard: where a worker and the leader are (hazard_phase) */
+#define HAZARD_IDLE		0
+#define HAZARD_CLAIMED	1		/* a worker is about to pause */
+#define HAZARD_PAUSED	2		/* in the middle of hazard_block */
+#define HAZARD_CHANGED	3		/* the leader did what the hazard says */
+#define HAZARD_READ		4		/* the worker has read the rest of the page */
+#define HAZARD_RESTORED 5		/* the leader put the buffer back */
+
+/* Workers may read every block: no flush is under way. */
+#define ALL_READABLE	((uint32) 0xFFFFFFFF)
+
+/* The blocks not yet handed out: [low, high), packed for one atomic word. */
+#define RANGE(low, high)	(((uint64) (high) << 32) | (uint64) (low))
+#define RANGE_LOW(r)		((BlockNumber) ((r) & 0xFFFFFFFF))
+#define RANGE_HIGH(r)		((BlockNumber) ((r) >> 32))
+
+/* What each participant did, for EXPLAIN ANALYZE. */
+typedef struct TempScanCounters
+{
+	uint64		pages;
+	uint64		rereads;
+	uint64		toast_values;	/* out-of-line values fetched privately */
+	uint64		toast_pages;	/* toast heap and index pages read for them */
+	uint64		buffer_pages;	/* of pages, those the leader read in its buffers */
+	uint64		leader_pages;	/* of pages, those a worker copied from the leader's */
+	uint64		waits;			/* times a worker waited for the flush */
+} TempScanCounters;
+
+/* Shared state in the parallel query's DSM segment. */
+typedef struct TempScanShared
+{
+	BlockNumber nblocks;		/* the table's length when the leader flushed */
+	BlockNumber chunk;			/* blocks taken from range at a time */
+	bool		leader_only;
+	bool		toast_private;	/* participants fetch out-of-line values */
+
+	/*
+	 * Blocks not handed out yet.  Everybody takes chunks from the low end;
+	 * in interleaved mode the leader also takes them from the high end,
+	 * where it reads dirty pages from its own buffers instead of writing
+	 * them.
+	 */
+	pg_atomic_uint64 range;
+
+	/*
+	 * While the leader flushes, every block below this one is on disk in
+	 * its newest image (ALL_READABLE once the flush is over); workers wait
+	 * on flush_progress for the rest.  leader_gone lets them stop should
+	 * the leader end its part without finishing the flush.
+	 */
+	pg_atomic_uint32 readable_below;
+	pg_atomic_uint32 leader_gone;
+	ConditionVariable flush_progress;
+	pg_atomic_uint32 workers_started;	/* counted once each tried leader_pages */
+	pg_atomic_uint32 workers_refused;	/* and could not copy from the leader */
+	pg_atomic_uint32 refused_errno; /* why a worker could not, for EXPLAIN */
+
+	/*
+	 * The table's pages in the leader's local buffers, by block, where the
+	 * leader's memory holds them; nleader_pages is 0 when workers read the
+	 * file only.  The list follows the counters.
+	 */
+	pid_t		leader_pid;
+	int			nleader_pages;
+	Size		leader_pages_offset;
+
+	/*
+	 * Blocks that only the leader reads, a bit each (page_guard.c): workers
+	 * skip them, and the leader reads them once it has no chunk left.
+	 */
+	bool		any_reserved;
+	BlockNumber reserved_bits;
+	Size		reserved_offset;
+
+	/* pg_tempbuf.debug_hazard: where a worker and the leader meet */
+	pg_atomic_uint32 hazard_phase;
+	BlockNumber hazard_block;
+
+	int			nworkers;
+	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
+	TempScanCounters counters[FLEXIBLE_ARRAY_MEMBER];
+} TempScanShared;
+
+typedef struct TempScanState
+{
+	CustomScanState css;
+
+	/* from the plan */
+	bool		partial;
+	bool		toast_sensitive;
+	bool		output_unread;
+	bool		guard_pruning;
+	bool		reads_no_column;	/* neither quals nor parent read a column */
+	int			est_dirty_pages;
+	double		est_flush_cost;
+	TbFlushMode plan_flush_mode;
+
+	/* block allocation: shared, or private when running without DSM */
+	TempScanShared *shared;
+	bool		prepared;		/* sized for this pass */
+	bool		flushed;		/* this execution's flush is done */
+	BlockNumber nblocks;
+	BlockNumber next_block;		/* without DSM only */
+	BlockNumber chunk_next;		/* rest of the chunk in hand */
+	BlockNumber chunk_end;
+	const char *leader_only_reason;
+
+	/* leader: the flush done as workers go (pipelined, interleaved) */
+	ParallelContext *pcxt;
+	TbFlushMode flush_mode;		/* this pass's (the last one's, for EXPLAIN) */
+	bool		flushing;		/* a flush workers wait on is not over */
+	bool		pass_started;	/* the leader has sized this pass's flush */
+	bool		flush_opened;	/* and collected the pages it writes */
+	TbFlushCursor flush;
+	BlockNumber lookahead;		/* blocks to keep readable ahead of workers */
+
+	/*
+	 * Interleaved mode: what a written page and a page scanned from the high
+	 * end cost the leader in this pass, to tell which way it serves the
+	 * scan better.
+	 */
+	double		pass_scan_ms;
+	uint64		pass_scanned;
+	double		last_write_ms;	/* the latest write run, and its pages */
+	int64		last_write_pages;
+	int			chunks_since_write; /* high chunks scanned since then */
+	instr_time	high_chunk_start;	/* of the high chunk in hand */
+	BlockNumber high_chunk_pages;
+	bool		start_synced;	/* pg_tempbuf.debug_sync_start done this pass */
+	bool		writes_needed_known;	/* workers_need_writes() answered */
+	long		start_wait_us;	/* waited for that answer, pipelined */
+
+	/* leader: the table's pages in local buffers, copied from there */
+	TbResidentPage *resident;
+	int			nresident;
+
+	/* leader: entries the DSM has for the list of its dirty pages */
+	int			leader_pages_room;
+	BlockNumber reserved_room;	/* and bits for the blocks it keeps */
+	const char *copies_off_reason;	/* why it lists none, this pass */
+	uint64		ptracer_hold;	/* from tb_admit_workers(), until the end */
+	const char *page_source;	/* for EXPLAIN: how workers got those pages */
+
+	/* leader: pages kept from changing while workers read (page_guard.c) */
+	TbPinSet	pins;
+	bool		reserved_pass;	/* reading the blocks it keeps */
+	BlockNumber reserved_next;
+	uint64		reserved_count; /* for EXPLAIN, this pass */
+	bool		hazard_served;
+
+	/* leader of a full scan: flushes when the executor runs the plan */
+	bool		awaits_run;
+	uint64		pages_pinned;	/* for EXPLAIN, summed over passes */
+	uint64		pages_kept;
+
+	/* worker: copies pages the leader holds out of its memory */
+	bool		copies_from_leader;
+	TbLeaderPage *leader_pages;	/* in the shared state */
+	char	   *copies;			/* the last batch of copies, a page each */
+	const TbLeaderPage *copied; /* their entries in leader_pages */
+	bool		copy_valid[TB_LEADER_COPY_BATCH];
+	int			ncopies;
+
+	/*
+	 * Private toast fetches: the varlena columns the quals use, fetched
+	 * before the quals run, and those only the output uses, fetched for rows
+	 * that pass.  The scan then runs the quals itself, in place of ExecScan.
+	 */
+	AttrNumber *qual_attrs;
+	int			nqual_attrs;
+	AttrNumber *late_attrs;
+	int			nlate_attrs;
+	ExprState  *qual;
+	bool		fetch_toast;	/* participants fetch out-of-line values */
+	bool		toast_decided;	/* fetch_toast is set for this execution */
+	TbToastReader *toast;		/* this participant's reader, or NULL */
+	Datum	   *values;
+	bool	   *isnull;
+
+	/*
+	 * The page in hand (page_buf, a copy from the leader, or the leader's
+	 * own local buffer, pinned) and its visible tuples.
+	 */
+	char	   *page;
+	char	   *page_buf;
+	Buffer		pinned;
+	char	   *scratch;
+	BlockNumber page_block;
+	int			nvisible;
+	int			next_visible;
+	OffsetNumber visible[MaxHeapTuplesPerPage];
+	HeapTupleData tuple;
+	TbXminVerdict last_xmin;	/* for tb_tuple_visible() */
+
+	/* kept for EXPLAIN */
+	int64		pages_flushed;
+	double		flush_ms;
+	TempScanCounters mine;		/* without DSM */
+	TempScanCounters *totals;	/* per participant, summed over passes */
+	int			ntotals;
+} TempScanState;
+
+/* temp_scan_supply.c */
+extern void tb_ts_flush_table(TempScanState *ts);
+extern void tb_ts_prepare(TempScanState *ts, TbFlushMode mode);
+extern void tb_ts_unpin_page(TempScanState *ts);
+extern void tb_ts_reset_pass(TempScanState *ts);
+extern bool tb_ts_next_block(TempScanState *ts, BlockNumber *blkno);
+extern void tb_ts_load_page(TempScanState *ts, BlockNumber blkno);
+extern bool tb_ts_claim_chunk(TempScanShared *shared, bool from_high,
+							  BlockNumber *start, BlockNumber *end);
+extern TempScanCounters *tb_ts_my_counters(TempScanState *ts);
+extern Size tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt);
+extern void tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
+							   TempScanShared *shared);
+
+/* temp_scan_flush.c */
+extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
+extern bool tb_ts_leader_next_chunk(TempScanState *ts);
+extern bool tb_ts_wait_readable(TempScanState *ts, BlockNumber blkno);
+
+/* temp_scan_hazard.c */
+extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);
+extern bool tb_ts_worker_meets_hazard(BlockNumber blkno, const char *page,
+									  bool from_leader, bool done, void *arg);
+extern void tb_ts_serve_hazard(TempScanState *ts);
+
+/* temp_scan_tuples.c */
+extern void tb_ts_find_toast_attrs(TempScanState *ts);
+extern void tb_ts_decide_toast(TempScanState *ts);
+extern void tb_ts_plan_deform(TempScanState *ts);
+extern void tb_ts_store_tuple(TempScanState *ts, TupleTableSlot *slot,
+							  HeapTuple tuple);
+extern bool tb_ts_qual_passes(TempScanState *ts, TupleTableSlot *slot);
+extern bool tb_ts_store_fetched(TempScanState *ts, TupleTableSlot *slot);
+
+#endif							/* TEMP_SCAN_INT_H */

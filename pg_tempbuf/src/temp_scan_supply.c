@@ -1,0 +1,627 @@
+/*-------------------------------------------------------------------------
+ *
+ * temp_scan_supply.c
+ *	  How blocks reach each participant of a Temp Seq Scan: the shared
+ *	  state, the chunks participants take, the pages workers copy from the
+ *	  leader's buffers, and the pages the leader keeps from changing.
+ *
+ * Life of one execution:
+ *	- On Linux, where the system allows it, workers of a partial scan copy
+ *	  the pages the leader holds straight out of its local buffers
+ *	  (page_reader.c), from a list of them the leader puts in the shared
+ *	  state; pages not in its buffers are on disk already.  Then nothing
+ *	  below is written.
+ *	- Otherwise every block a worker reads must be on disk in its newest
+ *	  image first: the leader writes the dirty ones, before workers start
+ *	  or just ahead of them (temp_scan_flush.c).
+ *	  A rescan writes only what is dirty then: until the statement ends
+ *	  nothing can dirty those pages but hint bits (a parallel query cannot
+ *	  write, and no other scan of the table in the plan goes through local
+ *	  buffers: plan_walk.c).
+ *	- Participants take chunks of blocks from a shared range and read
+ *	  them into private memory (page_reader.c), so workers need no
+ *	  temp_buffers of their own; the leader reads the pages it holds in
+ *	  place, pinning each local buffer while it is on that page.
+ *	- When workers must not look at the table's rows the scan runs in the
+ *	  leader alone: it then stops Gather from launching any worker.  That
+ *	  happens when the toast index is one toast_reader.c cannot read, or
+ *	  when code the leader runs could prune pages the guards cannot keep
+ *	  (page_guard.c).
+ *	- Pages workers read cannot change under them: see page_guard.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/parallel.h"
+#include "miscadmin.h"
+#include "optimizer/optimizer.h"
+#include "port/atomics.h"
+#include "portability/instr_time.h"
+#include "storage/bufmgr.h"
+#include "storage/condition_variable.h"
+#include "utils/rel.h"
+
+#include "temp_scan_int.h"
+
+/*
+ * Leader only: put the table's pages (and those of its toast relation,
+ * when participants fetch from it) on disk, once per execution.
+ */
+void
+tb_ts_flush_table(TempScanState *ts)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	TbRelFileId file = TbRelationFileId(rel);
+	instr_time	start;
+	instr_time	duration;
+
+	Assert(!IsParallelWorker());
+
+	if (ts->flushed)
+		return;
+	tb_ts_decide_toast(ts);
+	INSTR_TIME_SET_CURRENT(start);
+	ts->pages_flushed += tb_flush_local_buffers(&file, MAIN_FORKNUM);
+	if (ts->fetch_toast)
+		ts->pages_flushed += tb_toast_flush(rel);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+	ts->flushed = true;
+}
+
+/* Leader: note which of the table's pages it can copy from its buffers. */
+static void
+remember_resident_pages(TempScanState *ts)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	MemoryContext oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+
+	if (ts->resident)
+		pfree(ts->resident);
+	ts->resident = tb_resident_pages(TbRelationFileId(rel), MAIN_FORKNUM,
+									 &ts->nresident);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Size the scan and, in the leader, flush the table (or get ready to, for
+ * a flush that workers follow) and decide whether workers may take part.
+ * Runs at execution time, so a prepared statement sees the table as it is
+ * now.  A worker running a full scan sizes it alone: the leader flushed
+ * before it started, and nothing changes the table's length until the
+ * statement ends.
+ */
+void
+tb_ts_prepare(TempScanState *ts, TbFlushMode mode)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	const char *toast_reason = NULL;
+
+	tb_ts_decide_toast(ts);
+	if (!IsParallelWorker())
+	{
+		/*
+		 * Workers fetching out-of-line values need the toast relation on
+		 * disk before they start.
+		 */
+		if (ts->fetch_toast)
+			mode = TB_FLUSH_UPFRONT;
+		if (mode == TB_FLUSH_UPFRONT)
+			tb_ts_flush_table(ts);
+		ts->flush_mode = mode;
+		ts->flushing = mode != TB_FLUSH_UPFRONT;
+		ts->pass_started = false;
+		ts->flush_opened = false;
+		remember_resident_pages(ts);
+	}
+
+	ts->nblocks = RelationGetNumberOfBlocks(rel);
+
+	if (ts->fetch_toast && ts->toast == NULL)
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(ts->css.ss.ps.state->es_query_cxt);
+		TempScanCounters *counters = &ts->mine;
+
+		ts->toast = tb_toast_reader_open(rel, &counters->toast_pages,
+										 &counters->rereads, &toast_reason);
+		MemoryContextSwitchTo(oldcxt);
+		/* The leader read the same pages and could. */
+		if (ts->toast == NULL && IsParallelWorker())
+			elog(ERROR, "parallel worker could not read toast index: %s",
+				 toast_reason);
+	}
+
+	if (ts->fetch_toast && ts->toast == NULL)
+		ts->leader_only_reason = toast_reason;
+	else
+		ts->leader_only_reason = NULL;
+
+	ts->prepared = true;
+}
+
+/* Let go of the leader's local buffer the page in hand is read from. */
+void
+tb_ts_unpin_page(TempScanState *ts)
+{
+	if (BufferIsValid(ts->pinned))
+	{
+		ReleaseBuffer(ts->pinned);
+		ts->pinned = InvalidBuffer;
+		ts->page = ts->page_buf;
+		ts->nvisible = ts->next_visible = 0;
+	}
+}
+
+void
+tb_ts_reset_pass(TempScanState *ts)
+{
+	tb_ts_unpin_page(ts);
+	ts->ncopies = 0;
+	ts->last_xmin.xid = InvalidTransactionId;
+	ts->next_block = 0;
+	ts->chunk_next = ts->chunk_end = 0;
+	ts->nvisible = ts->next_visible = 0;
+	ts->page_block = InvalidBlockNumber;
+	ts->reserved_pass = false;
+	ts->reserved_next = 0;
+}
+
+/*
+ * Hand out blocks in chunks, so that participants read runs of adjacent
+ * blocks; small enough that the tail of the scan stays balanced.
+ */
+static BlockNumber
+chunk_size(BlockNumber nblocks, int nparticipants)
+{
+	BlockNumber chunk = nblocks / (Max(nparticipants, 1) * 64);
+
+	return Max(1, Min(chunk, 64));
+}
+
+/*
+ * Take the next chunk of the blocks left: from the low end, as everybody
+ * does, or (the leader, interleaved mode) from the high end.
+ */
+bool
+tb_ts_claim_chunk(TempScanShared *shared, bool from_high, BlockNumber *start,
+				  BlockNumber *end)
+{
+	uint64		range = pg_atomic_read_u64(&shared->range);
+
+	for (;;)
+	{
+		BlockNumber low = RANGE_LOW(range);
+		BlockNumber high = RANGE_HIGH(range);
+		BlockNumber n;
+
+		if (low >= high)
+			return false;
+		n = Min(shared->chunk, high - low);
+		*start = from_high ? high - n : low;
+		*end = *start + n;
+		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
+										   from_high ? RANGE(low, high - n) :
+										   RANGE(low + n, high)))
+			return true;
+	}
+}
+
+static uint64 *
+reserved_map(TempScanShared *shared)
+{
+	return (uint64 *) ((char *) shared + shared->reserved_offset);
+}
+
+static bool
+is_reserved(TempScanShared *shared, BlockNumber blkno)
+{
+	return shared->any_reserved &&
+		tb_block_reserved(reserved_map(shared), shared->reserved_bits, blkno);
+}
+
+/* Leader, once no chunk is left: the next of the blocks it kept. */
+static bool
+next_reserved_block(TempScanState *ts, BlockNumber *blkno)
+{
+	TempScanShared *shared = ts->shared;
+	BlockNumber end = Min(shared->reserved_bits, ts->nblocks);
+
+	while (ts->reserved_next < end)
+	{
+		BlockNumber candidate = ts->reserved_next++;
+
+		if (is_reserved(shared, candidate))
+		{
+			*blkno = candidate;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+tb_ts_next_block(TempScanState *ts, BlockNumber *blkno)
+{
+	for (;;)
+	{
+		if (ts->reserved_pass)
+			return next_reserved_block(ts, blkno);
+		if (ts->chunk_next >= ts->chunk_end)
+		{
+			if (ts->shared)
+			{
+				bool		found;
+
+				if (IsParallelWorker())
+					found = tb_ts_claim_chunk(ts->shared, false, &ts->chunk_next,
+											  &ts->chunk_end);
+				else
+				{
+					found = tb_ts_leader_next_chunk(ts);
+					tb_ts_serve_hazard(ts);
+				}
+				if (!found)
+				{
+					if (IsParallelWorker() || !ts->shared->any_reserved)
+						return false;
+					ts->reserved_pass = true;
+					continue;
+				}
+			}
+			else
+			{
+				BlockNumber chunk = chunk_size(ts->nblocks, 1);
+
+				if (ts->next_block >= ts->nblocks)
+					return false;
+				ts->chunk_next = ts->next_block;
+				ts->chunk_end = Min(ts->next_block + chunk, ts->nblocks);
+				ts->next_block = ts->chunk_end;
+			}
+		}
+		*blkno = ts->chunk_next++;
+		if (ts->shared && is_reserved(ts->shared, *blkno))
+			continue;
+		if (ts->shared && IsParallelWorker() && !ts->copies_from_leader &&
+			!tb_ts_wait_readable(ts, *blkno))
+		{
+			ts->chunk_next = ts->chunk_end;
+			return false;
+		}
+		return true;
+	}
+}
+
+TempScanCounters *
+tb_ts_my_counters(TempScanState *ts)
+{
+	if (ts->shared == NULL)
+		return &ts->mine;
+	return &ts->shared->counters[IsParallelWorker() ? 1 + ParallelWorkerNumber : 0];
+}
+
+/*
+ * Worker: copy blkno from the leader's buffers, if it held the page when
+ * the scan started and still does.  Any other page is on disk in its
+ * newest image: it was not in the leader's buffers, or their eviction
+ * wrote it.
+ */
+static int
+compare_leader_pages(const void *a, const void *b)
+{
+	BlockNumber ba = ((const TbLeaderPage *) a)->blkno;
+	BlockNumber bb = ((const TbLeaderPage *) b)->blkno;
+
+	return (ba > bb) - (ba < bb);
+}
+
+/*
+ * Worker: the page blkno, copied from the leader's buffers, or NULL when
+ * the leader does not hold it (or no longer did during the copy).  The
+ * copy comes in a batch with the leader's next pages of this worker's
+ * chunk, which no other participant reads.
+ */
+static char *
+copy_from_leader(TempScanState *ts, BlockNumber blkno)
+{
+	TbLeaderPage key = {0, 0, blkno};
+	const TbLeaderPage *lp;
+	const TbLeaderPage *end;
+	int			n;
+
+	for (int i = 0; i < ts->ncopies; i++)
+	{
+		if (ts->copied[i].blkno == blkno)
+			return ts->copy_valid[i] ? ts->copies + (Size) i * BLCKSZ : NULL;
+	}
+
+	lp = bsearch(&key, ts->leader_pages, ts->shared->nleader_pages,
+				 sizeof(TbLeaderPage), compare_leader_pages);
+	if (lp == NULL)
+		return NULL;
+	end = ts->leader_pages + ts->shared->nleader_pages;
+	/* The other hazards pause in the middle of a page: one at a time. */
+	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end &&
+		 (!tb_mid_read_hook || tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH); n++)
+	{
+		if (lp[n].blkno >= ts->chunk_end)
+			break;
+	}
+	if (ts->copies == NULL)
+		ts->copies = MemoryContextAlloc(ts->css.ss.ps.state->es_query_cxt,
+										(Size) TB_LEADER_COPY_BATCH * BLCKSZ);
+	tb_read_leader_pages(ts->css.ss.ss_currentRelation, ts->shared->leader_pid,
+						 lp, n, ts->copies, ts->copy_valid);
+	ts->copied = lp;
+	ts->ncopies = n;
+	return ts->copy_valid[0] ? ts->copies : NULL;
+}
+
+/*
+ * Get one block, from the leader's own buffers, a copy of the leader's, or
+ * the file, and collect its tuples visible to the snapshot.
+ */
+void
+tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	Snapshot	snapshot = ts->css.ss.ps.state->es_snapshot;
+	TempScanCounters *counters = tb_ts_my_counters(ts);
+	char	   *copy = NULL;
+	Page		page;
+	OffsetNumber maxoff;
+	bool		all_visible;
+
+	tb_ts_unpin_page(ts);
+	if (ts->resident)
+		ts->pinned = tb_pin_resident_page(rel, ts->resident, ts->nresident,
+										  MAIN_FORKNUM, blkno);
+	if (BufferIsValid(ts->pinned))
+	{
+		ts->page = BufferGetPage(ts->pinned);
+		counters->buffer_pages++;
+	}
+	else if (ts->copies_from_leader && (copy = copy_from_leader(ts, blkno)) != NULL)
+	{
+		ts->page = copy;
+		counters->leader_pages++;
+	}
+	else
+		counters->rereads += tb_read_page(rel, MAIN_FORKNUM, blkno, ts->page, ts->scratch);
+	counters->pages++;
+	page = (Page) ts->page;
+
+	ts->page_block = blkno;
+	ts->nvisible = ts->next_visible = 0;
+	if (PageIsNew(page))
+		return;
+
+	all_visible = PageIsAllVisible(page) && !snapshot->takenDuringRecovery;
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off))
+	{
+		ItemId		lp = PageGetItemId(page, off);
+
+		if (!ItemIdIsNormal(lp))
+			continue;
+		if (all_visible ||
+			tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot,
+							 &ts->last_xmin))
+			ts->visible[ts->nvisible++] = off;
+	}
+}
+
+static Size
+leader_pages_offset(int nworkers)
+{
+	return MAXALIGN(add_size(offsetof(TempScanShared, counters),
+							 mul_size(nworkers + 1, sizeof(TempScanCounters))));
+}
+
+/* Can this partial scan's workers copy pages from the leader's memory? */
+static bool
+offers_leader_pages(TempScanState *ts)
+{
+	return ts->partial && tb_leader_pages_readable();
+}
+
+/*
+ * Room for the list of the leader's pages: one entry per block of the
+ * table, never more than the pool has buffers.  Sizing it by the pool
+ * alone made every parallel query of a session with a large temp_buffers
+ * pay for a segment the kernel zeroes (1.5 MB at 512MB: 0.48 ms a query
+ * on a 1,000-row table on our test machine), however small the table.
+ */
+static Size
+reserved_offset(int nworkers, int leader_pages_room)
+{
+	return MAXALIGN(add_size(leader_pages_offset(nworkers),
+							 mul_size(leader_pages_room, sizeof(TbLeaderPage))));
+}
+
+/*
+ * The shared state's size: the counters, the list of the leader's pages
+ * and a bit per block for those it keeps.
+ */
+Size
+tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(ts->css.ss.ss_currentRelation);
+
+	ts->leader_pages_room = 0;
+	if (offers_leader_pages(ts))
+		ts->leader_pages_room = (int) Min((BlockNumber) NLocBuffer, nblocks);
+	/* pg_tempbuf.debug_hazard: as if the table had doubled since. */
+	if (tb_debug_hazard == TB_HAZARD_LIST_OVERFLOW)
+		ts->leader_pages_room /= 2;
+	/* A bit per block for those the leader keeps: 4 kB for 256 MB of table. */
+	ts->reserved_room = nblocks;
+	return add_size(reserved_offset(pcxt->nworkers, ts->leader_pages_room),
+					mul_size((nblocks + 63) / 64, sizeof(uint64)));
+}
+
+/*
+ * Leader: list the pages a worker copies from its buffers: the dirty ones.
+ * A clean page is the same on disk, and a read call costs a worker about
+ * what a copy does (less without checksums, as pglab flush-cost measures).
+ * Each listed buffer is pinned, so that it holds that page, unchanged,
+ * until the scan ends (page_guard.c); a page the pin budget leaves out is
+ * one the leader reads itself.
+ */
+static void
+share_leader_pages(TempScanState *ts, TempScanShared *shared)
+{
+	TbLeaderPage *pages = (TbLeaderPage *) ((char *) shared + shared->leader_pages_offset);
+	int			n = 0;
+	bool		any_dirty = false;
+
+	shared->leader_pid = MyProcPid;
+	shared->nleader_pages = 0;
+	ts->copies_off_reason = NULL;
+	if (!ts->partial || shared->leader_only)
+		return;
+	ts->copies_off_reason = tb_leader_copies_unavailable();
+	if (ts->copies_off_reason != NULL)
+		return;
+	for (int i = 0; i < ts->nresident && !any_dirty; i++)
+		any_dirty = ts->resident[i].dirty;
+	if (!any_dirty)
+	{
+		ts->copies_off_reason = "no dirty page in the leader's buffers";
+		return;
+	}
+	/* Once per scan: the hold lasts until the end, rescans included. */
+	if (ts->ptracer_hold == 0 &&
+		!tb_admit_workers(&ts->ptracer_hold, &ts->copies_off_reason))
+		return;
+	for (int i = 0; i < ts->nresident; i++)
+	{
+		if (!ts->resident[i].dirty)
+			continue;
+		if (!tb_debug_unprotected)
+		{
+			if (!tb_pinset_add(&ts->pins, ts->resident[i].buf_id))
+			{
+				if (!tb_reserve_block(reserved_map(shared), shared->reserved_bits,
+									  ts->resident[i].blkno))
+					elog(ERROR, "block %u of temporary table \"%s\" is beyond the scan's shared state",
+						 ts->resident[i].blkno,
+						 RelationGetRelationName(ts->css.ss.ss_currentRelation));
+				continue;
+			}
+			ts->resident[i].pinned = true;
+		}
+
+		/*
+		 * The table grew past the list's room since the DSM was sized, which
+		 * a read-only statement cannot do: offer no copies, so that the
+		 * leader writes what workers read.
+		 */
+		if (n >= ts->leader_pages_room)
+		{
+			ts->copies_off_reason = "the table outgrew the shared list of the leader's pages";
+			n = 0;
+			break;
+		}
+		tb_local_buffer_addresses(ts->resident[i].buf_id, &pages[n].page_addr,
+								  &pages[n].desc_addr);
+		pages[n].blkno = ts->resident[i].blkno;
+		n++;
+	}
+	shared->nleader_pages = n;
+}
+
+/* How many blocks the leader keeps to itself this pass. */
+static uint64
+count_reserved(TempScanShared *shared)
+{
+	const uint64 *reserved = reserved_map(shared);
+	uint64		n = 0;
+
+	for (BlockNumber w = 0; w < (shared->reserved_bits + 63) / 64; w++)
+		n += pg_popcount64(reserved[w]);
+	return n;
+}
+
+/*
+ * Leader, before workers start: keep every page they may read from
+ * changing while they read it (page_guard.c), or decide that they must not
+ * read the table at all.  Lists the pages workers copy from the leader.
+ */
+static void
+guard_pages(TempScanState *ts, TempScanShared *shared)
+{
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	const char *reason = NULL;
+
+	tb_pinset_release(&ts->pins);
+	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt);
+	memset(reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
+
+	share_leader_pages(ts, shared);
+	if (!shared->leader_only && ts->guard_pruning && !tb_debug_unprotected)
+	{
+		if (!tb_guard_prunable_pages(rel, ts->resident, ts->nresident, &ts->pins,
+									 reserved_map(shared), shared->reserved_bits,
+									 ts->scratch))
+			reason = "code in the leader may prune pages workers read";
+		else if (ts->toast && !tb_toast_guard(rel, &ts->pins, ts->scratch))
+			reason = "code in the leader may prune out-of-line values workers read";
+	}
+	shared->any_reserved = count_reserved(shared) > 0;
+	if (reason == NULL && shared->any_reserved && !parallel_leader_participation)
+		reason = "the leader keeps pages to itself but does not take part";
+
+	if (reason != NULL)
+	{
+		ts->leader_only_reason = reason;
+		shared->leader_only = true;
+		shared->nleader_pages = 0;
+		shared->any_reserved = false;
+		tb_pinset_release(&ts->pins);
+	}
+	if (shared->any_reserved)
+		ts->pages_kept += count_reserved(shared);
+	ts->pages_pinned += ts->pins.npinned;
+}
+
+void
+tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
+				   TempScanShared *shared)
+{
+	/* Workers wait on a flush only where the leader surely gets to it. */
+	tb_ts_prepare(ts, parallel_leader_participation ?
+					  ts->plan_flush_mode : TB_FLUSH_UPFRONT);
+	tb_ts_reset_pass(ts);
+
+	shared->nblocks = ts->nblocks;
+	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
+	shared->leader_only = ts->leader_only_reason != NULL;
+	shared->toast_private = ts->toast != NULL;
+	pg_atomic_init_u64(&shared->range, RANGE(0, ts->nblocks));
+	pg_atomic_init_u32(&shared->readable_below,
+					   ts->flushing ? 0 : ALL_READABLE);
+	pg_atomic_init_u32(&shared->leader_gone, 0);
+	ConditionVariableInit(&shared->flush_progress);
+	pg_atomic_init_u32(&shared->workers_started, 0);
+	pg_atomic_init_u32(&shared->workers_refused, 0);
+	pg_atomic_init_u32(&shared->refused_errno, 0);
+	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
+	shared->reserved_offset = reserved_offset(pcxt->nworkers, ts->leader_pages_room);
+	shared->reserved_bits = ts->reserved_room;
+	pg_atomic_init_u32(&shared->hazard_phase, HAZARD_IDLE);
+	shared->hazard_block = InvalidBlockNumber;
+	ts->hazard_served = false;
+	guard_pages(ts, shared);
+	shared->nworkers = pcxt->nworkers;
+	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
+	ts->shared = shared;
+	ts->pcxt = pcxt;
+	ts->start_synced = false;
+
+	/* Gather launches workers right after this: make it launch none. */
+	if (shared->leader_only)
+		pcxt->nworkers_to_launch = 0;
+}
