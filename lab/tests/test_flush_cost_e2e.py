@@ -69,6 +69,10 @@ def _check_outputs(out: Path, evict: opt.EvictMode) -> None:
             assert r.local_hit == n and r.local_read == 0
         if r.phase == opt.SCAN_PRIVATE:
             assert not r.local_hit and not r.local_read
+        if r.phase == opt.INDEX_RESIDENT:
+            assert (r.local_hit or 0) >= n and (r.local_read or 0) <= max(8, n // 50)
+        if r.phase == opt.INDEX_PRIVATE:
+            assert not r.local_hit and not r.local_read
         if r.phase in (opt.DRY_READ, opt.HIT_CHECK):
             assert r.local_hit == n and r.local_read == 0
         if r.phase == opt.MARK_DIRTY:
@@ -77,7 +81,8 @@ def _check_outputs(out: Path, evict: opt.EvictMode) -> None:
             assert r.local_written == 0
 
     model = json.loads((out / "model.json").read_text())
-    for key in ("write_page_cost", "buffer_scan_cost", "read_page_cost", "random_write_penalty", "fits",
+    for key in ("write_page_cost", "buffer_scan_cost", "read_page_cost", "index_read_page_cost",
+                "random_write_penalty", "fits",
                 "throughput_mb_s", "recommended_settings", "machine", "postgresql", "options"):
         assert key in model
     assert model["fits"][opt.WRITE_SEQ]["n_points"] == len(SIZES)

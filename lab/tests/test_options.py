@@ -50,10 +50,12 @@ def test_displacer_needs_more_memory() -> None:
 def test_phase_order_names() -> None:
     assert phase_order(EvictMode.DISPLACER)[2] == "flush_displacer"
     assert phase_order(EvictMode.FUNCTION)[2] == "evict_for_seq"
-    # The article's ten steps, plus our two scans of the resident table after step 8.
+    # The article's ten steps, plus our two scans of the resident table after step 8 and two
+    # reads through an index after step 10.
     order = phase_order(EvictMode.FUNCTION)
-    assert len(order) == 12
+    assert len(order) == 14
     assert order[order.index("hit_check") + 1:order.index("mark_dirty")] == ("scan_resident", "scan_private")
+    assert order[-2:] == ("index_resident", "index_private")
 
 
 def test_size_list_parsing() -> None:

@@ -8,6 +8,11 @@ costs in ms; the cost parameters are ratios of slopes, in units of a sequential 
     write_page_cost  = slope(write_seq) / slope(read_seq)
     buffer_scan_cost = slope(dry_write per allocated buffer) / slope(read_seq)
     read_page_cost   = (slope(scan_private) - slope(scan_resident)) / slope(read_seq)
+
+and, beside it, the same difference for reads through an index (no setting of its own: the
+planner prices index scans' private reads with read_page_cost; this shows whether that holds):
+
+    index_read_page_cost = (slope(index_private) - slope(index_resident)) / slope(read_seq)
 """
 
 from __future__ import annotations
@@ -145,6 +150,7 @@ class FlushCostModel:
     write_page_cost: float | None = None
     buffer_scan_cost: float | None = None
     read_page_cost: float | None = None
+    index_read_page_cost: float | None = None  # for comparison with read_page_cost
     random_write_penalty: float | None = None  # slope(write_random) / slope(write_seq)
     random_read_penalty: float | None = None  # slope(read_random) / slope(read_seq)
     write_read_ratio_by_size: dict[int, float] = field(default_factory=dict)
@@ -189,6 +195,7 @@ class FlushCostModel:
             "write_page_cost": self.write_page_cost,
             "buffer_scan_cost": self.buffer_scan_cost,
             "read_page_cost": self.read_page_cost,
+            "index_read_page_cost": self.index_read_page_cost,
             "random_write_penalty": self.random_write_penalty,
             "random_read_penalty": self.random_read_penalty,
             "write_read_ratio_by_size": self.write_read_ratio_by_size,
@@ -210,6 +217,8 @@ def build_model(records: list[PhaseRecord], block_size: int, cold_reads: bool = 
     model.buffer_scan_cost = _slope_ratio(fits.get(opt.DRY_WRITE), fits.get(opt.READ_SEQ))
     model.read_page_cost = _slope_difference_ratio(
         fits.get(opt.SCAN_PRIVATE), fits.get(opt.SCAN_RESIDENT), fits.get(opt.READ_SEQ))
+    model.index_read_page_cost = _slope_difference_ratio(
+        fits.get(opt.INDEX_PRIVATE), fits.get(opt.INDEX_RESIDENT), fits.get(opt.READ_SEQ))
     model.random_write_penalty = _slope_ratio(fits.get(opt.WRITE_RANDOM), fits.get(opt.WRITE_SEQ))
     model.random_read_penalty = _slope_ratio(fits.get(opt.READ_RANDOM), fits.get(opt.READ_SEQ))
     model.write_read_ratio_by_size = _per_size_median_ratios(records, opt.WRITE_SEQ, opt.READ_SEQ)

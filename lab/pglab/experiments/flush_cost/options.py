@@ -46,6 +46,11 @@ EVICT_FOR_RANDOM = "evict_for_random"
 # parallel worker alone (private reads of the file): their difference prices read_page_cost.
 SCAN_RESIDENT = "scan_resident"
 SCAN_PRIVATE = "scan_private"
+# Ours only, after step 10: the same pair through a btree index on the table (an Index Scan
+# in the leader, a Temp Index Scan in one worker): what a worker's private read of the pages
+# an index scan fetches costs, priced with the same read_page_cost.
+INDEX_RESIDENT = "index_resident"
+INDEX_PRIVATE = "index_private"
 # Ours only: the same bytes written/read without PostgreSQL.
 RAW_WRITE = "raw_write"
 RAW_READ = "raw_read"
@@ -70,6 +75,7 @@ def phase_order(mode: EvictMode) -> tuple[str, ...]:
     return (
         WRITE_SEQ, DRY_WRITE, evict_seq, READ_SEQ, DRY_READ,
         evict_random, READ_RANDOM, HIT_CHECK, SCAN_RESIDENT, SCAN_PRIVATE, MARK_DIRTY, WRITE_RANDOM,
+        INDEX_RESIDENT, INDEX_PRIVATE,
     )
 
 

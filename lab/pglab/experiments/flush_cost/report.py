@@ -132,6 +132,8 @@ def summary_markdown(run: FlushCostRun, model: FlushCostModel, summaries: dict[s
         "| slope(dry_write per allocated buffer) / slope(read_seq) |",
         f"| read_page_cost | {_fmt(model.read_page_cost)} "
         "| (slope(scan_private) - slope(scan_resident)) / slope(read_seq) |",
+        f"| index reads (no setting) | {_fmt(model.index_read_page_cost)} "
+        "| (slope(index_private) - slope(index_resident)) / slope(read_seq): priced with read_page_cost |",
         f"| random-write penalty | {_fmt(model.random_write_penalty)} | slope(write_random) / slope(write_seq) |",
         f"| random-read penalty | {_fmt(model.random_read_penalty)} | slope(read_random) / slope(read_seq) |",
         f"| flush throughput | {_fmt(t.get('flush'))} MB/s "

@@ -48,6 +48,9 @@ def model_table(model: FlushCostModel) -> rs.Table:
         ["buffer_scan_cost", model.buffer_scan_cost, "slope(dry_write per allocated buffer) / slope(read_seq)"],
         ["read_page_cost", model.read_page_cost,
          "(slope(scan_private) - slope(scan_resident)) / slope(read_seq): a worker's private read"],
+        ["index reads", model.index_read_page_cost,
+         "(slope(index_private) - slope(index_resident)) / slope(read_seq): the same through an index "
+         "(priced with read_page_cost)"],
         ["random-write penalty", model.random_write_penalty, "slope(write_random) / slope(write_seq)"],
         ["random-read penalty", model.random_read_penalty, "slope(read_random) / slope(read_seq)"],
         ["flush MB/s", t.get("flush"), "sequential flush throughput"],

@@ -31,6 +31,9 @@ ONE_WORKER_PRIVATE_SCAN = {
     "pg_tempbuf.buffer_scan_cost": "0",
     "pg_tempbuf.read_page_cost": "0",
 }
+# The index phases read through an index scan: no other path.
+INDEX_ONLY_PATH = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_indexonlyscan": "off"}
+INDEX = "pglab_flush_cost_id"
 # ~1.9 KB per row stays below the TOAST threshold (~2 KB), so rows are stored inline,
 # uncompressed, and pages fill predictably.
 PAD_BYTES = 1900
@@ -113,6 +116,18 @@ class SizeSession:
             measure(opt.SCAN_PRIVATE, count)
         measure(opt.MARK_DIRTY, sql.SQL("pg_temp_buffers_dirty({}::regclass)").format(table))
         measure(opt.WRITE_RANDOM, sql.SQL("pg_flush_local_buffers()"))
+        # Every row through an index on id, heap fetched (count(pad) is no index-only read);
+        # the index is built and flushed first, so nothing is written while measured.
+        self.conn.execute(sql.SQL("CREATE INDEX {} ON {} (id)").format(
+            sql.Identifier(INDEX), sql.Identifier(TABLE)))
+        self.conn.execute("SELECT pg_flush_local_buffers()")
+        by_index = sql.SQL("count(pad) FROM {} WHERE id > 0").format(sql.Identifier(TABLE))
+        with self._settings({**SERIAL_SCAN, **INDEX_ONLY_PATH}):
+            self.conn.execute(sql.SQL("SELECT {}").format(by_index))  # the index's pages in
+            measure(opt.INDEX_RESIDENT, by_index)
+        with self._settings({**ONE_WORKER_PRIVATE_SCAN, **INDEX_ONLY_PATH,
+                             self._force_parallel_setting: "on"}):
+            measure(opt.INDEX_PRIVATE, by_index)
         self._drop_table(TABLE)
 
     def _evict(self, phase: str, measure: Callable[[str, sql.Composable], ExplainResult]) -> None:
@@ -153,6 +168,17 @@ class SizeSession:
                 (e.local_hit == 0 and e.local_read == 0, "no local buffer access"),
                 ("Workers Launched: 1" in self._last_plan and "Temp Seq Scan" in self._last_plan,
                  "one worker launched, running Temp Seq Scan"),
+            ],
+            # The pool is sized for the table: a few index pages may not stay in it.
+            opt.INDEX_RESIDENT: [
+                (e.local_hit >= n and e.local_read <= max(8, n // 50),
+                 f"local hit >= {n} (heap and index), a few reads at most"),
+                ("Index Scan using" in self._last_plan, "core's Index Scan"),
+            ],
+            opt.INDEX_PRIVATE: [
+                (e.local_hit == 0 and e.local_read == 0, "no local buffer access"),
+                ("Workers Launched: 1" in self._last_plan and "Temp Index Scan" in self._last_plan,
+                 "one worker launched, running Temp Index Scan"),
             ],
             opt.MARK_DIRTY: [(e.local_dirtied == n, f"local dirtied = {n}")],
             opt.WRITE_RANDOM: [
