@@ -75,6 +75,24 @@ enum
 	TIP_NUM_MEMBERS
 };
 
+/* A participant's counts, for EXPLAIN. */
+typedef struct IndexScanCounts
+{
+	uint64		entries;		/* index entries returned */
+	uint64		heap_fetches;	/* TIDs looked up */
+} IndexScanCounts;
+
+/*
+ * The workers' counts, in the partial form's DSM chunk after the shared
+ * range: each worker leaves its own when its scan ends, before Gather's
+ * shutdown waits for it; the leader adds them up before the chunk goes.
+ */
+typedef struct IndexScanWorkerCounts
+{
+	int			nworkers;
+	IndexScanCounts counts[FLEXIBLE_ARRAY_MEMBER];	/* [i]: worker i */
+} IndexScanWorkerCounts;
+
 typedef struct TempIndexScanState
 {
 	CustomScanState css;
@@ -119,6 +137,11 @@ typedef struct TempIndexScanState
 	int64		pages_flushed;
 	double		flush_ms;
 	uint64		heap_fetches;	/* TIDs looked up, for EXPLAIN */
+
+	/* partial form with workers: their counts (leader: summed over rescans) */
+	IndexScanWorkerCounts *worker_counts;	/* in the DSM chunk */
+	IndexScanCounts *worker_totals;	/* leader: [nworkers], NULL until collected */
+	int			nworker_totals;
 } TempIndexScanState;
 
 static void plan_deform(TempIndexScanState *is);
@@ -134,6 +157,8 @@ static void index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pc
 									  void *coordinate);
 static void index_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 										void *coordinate);
+static void index_scan_shutdown(CustomScanState *node);
+static void publish_worker_counts(TempIndexScanState *is);
 static void index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 										 void *coordinate);
 
@@ -156,6 +181,7 @@ static const CustomScanMethods index_only_scan_methods = {
 	.InitializeDSMCustomScan = index_scan_initialize_dsm, \
 	.ReInitializeDSMCustomScan = index_scan_reinitialize_dsm, \
 	.InitializeWorkerCustomScan = index_scan_initialize_worker, \
+	.ShutdownCustomScan = index_scan_shutdown, \
 	.ExplainCustomScan = index_scan_explain
 
 static const CustomExecMethods index_scan_exec_methods = {
@@ -637,6 +663,7 @@ index_scan_end(CustomScanState *node)
 		tb_scans_awaiting_run--;
 		is->awaits_run = false;
 	}
+	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);
 	if (is->toast)
@@ -659,10 +686,19 @@ index_scan_rescan(CustomScanState *node)
  * Called for the leader when Gather launches workers; without any (no DSM)
  * the leader scans the whole range alone.
  */
+#define WORKER_COUNTS_OFFSET MAXALIGN(tb_btree_shared_size())
+
+static IndexScanWorkerCounts *
+worker_counts(void *coordinate)
+{
+	return (IndexScanWorkerCounts *) ((char *) coordinate + WORKER_COUNTS_OFFSET);
+}
+
 static Size
 index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return tb_btree_shared_size();
+	return add_size(WORKER_COUNTS_OFFSET + offsetof(IndexScanWorkerCounts, counts),
+					mul_size(sizeof(IndexScanCounts), pcxt->nworkers));
 }
 
 static void
@@ -673,6 +709,45 @@ index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 
 	tb_btree_shared_init(coordinate, true);
 	tb_btree_scan_share(is->btree, coordinate);
+	is->worker_counts = worker_counts(coordinate);
+	is->worker_counts->nworkers = pcxt->nworkers;
+	memset(is->worker_counts->counts, 0, sizeof(IndexScanCounts) * pcxt->nworkers);
+}
+
+/* Worker: leave its counts where the leader finds them. */
+static void
+publish_worker_counts(TempIndexScanState *is)
+{
+	IndexScanCounts *mine;
+
+	if (is->worker_counts == NULL || !IsParallelWorker() ||
+		ParallelWorkerNumber >= is->worker_counts->nworkers)
+		return;
+	mine = &is->worker_counts->counts[ParallelWorkerNumber];
+	mine->entries = tb_btree_scan_entries(is->btree);
+	mine->heap_fetches = is->heap_fetches;
+}
+
+/* Leader: add the workers' counts to its totals, for EXPLAIN. */
+static void
+collect_worker_counts(TempIndexScanState *is)
+{
+	IndexScanWorkerCounts *shared = is->worker_counts;
+
+	if (shared == NULL || IsParallelWorker())
+		return;
+	if (is->worker_totals == NULL)
+	{
+		is->nworker_totals = shared->nworkers;
+		is->worker_totals = MemoryContextAllocZero(is->css.ss.ps.state->es_query_cxt,
+												   sizeof(IndexScanCounts) * shared->nworkers);
+	}
+	for (int i = 0; i < Min(is->nworker_totals, shared->nworkers); i++)
+	{
+		is->worker_totals[i].entries += shared->counts[i].entries;
+		is->worker_totals[i].heap_fetches += shared->counts[i].heap_fetches;
+	}
+	memset(shared->counts, 0, sizeof(IndexScanCounts) * shared->nworkers);
 }
 
 /* Gather rescanned: the range starts over for the next set of workers. */
@@ -680,6 +755,9 @@ static void
 index_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 							void *coordinate)
 {
+	TempIndexScanState *is = (TempIndexScanState *) node;
+
+	collect_worker_counts(is);
 	tb_btree_shared_init(coordinate, false);
 }
 
@@ -690,6 +768,44 @@ index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
 	tb_btree_scan_share(is->btree, coordinate);
+	is->worker_counts = worker_counts(coordinate);
+}
+
+/*
+ * A worker at the end of its run, before it reports done; the leader
+ * before the DSM segment goes, once Gather has waited for its workers.
+ */
+static void
+index_scan_shutdown(CustomScanState *node)
+{
+	TempIndexScanState *is = (TempIndexScanState *) node;
+
+	if (IsParallelWorker())
+	{
+		publish_worker_counts(is);
+		return;
+	}
+	collect_worker_counts(is);
+	is->worker_counts = NULL;
+}
+
+/* "leader=N worker 0=N ...", the workers that returned or fetched anything. */
+static char *
+per_participant(TempIndexScanState *is, uint64 leader, size_t field)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "leader=" UINT64_FORMAT, leader);
+	for (int i = 0; i < is->nworker_totals; i++)
+	{
+		IndexScanCounts *counts = &is->worker_totals[i];
+
+		if (counts->entries > 0 || counts->heap_fetches > 0)
+			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i,
+							 *(uint64 *) ((char *) counts + field));
+	}
+	return buf.data;
 }
 
 static void
@@ -722,8 +838,18 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Pages Flushed", NULL, is->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", is->flush_ms, 3, es);
-	/* Workers' figures stay in the workers (shared memory holds the range only). */
-	ExplainPropertyInteger("Leader Index Entries", NULL,
-						   tb_btree_scan_entries(is->btree), es);
-	ExplainPropertyInteger("Leader Heap Fetches", NULL, is->heap_fetches, es);
+	/* A full scan's workers keep their counts: it has no shared memory. */
+	if (is->worker_totals == NULL)
+	{
+		ExplainPropertyInteger("Leader Index Entries", NULL,
+							   tb_btree_scan_entries(is->btree), es);
+		ExplainPropertyInteger("Leader Heap Fetches", NULL, is->heap_fetches, es);
+		return;
+	}
+	ExplainPropertyText("Index Entries",
+						per_participant(is, tb_btree_scan_entries(is->btree),
+										offsetof(IndexScanCounts, entries)), es);
+	ExplainPropertyText("Heap Fetches",
+						per_participant(is, is->heap_fetches,
+										offsetof(IndexScanCounts, heap_fetches)), es);
 }
