@@ -102,6 +102,17 @@ SELECT * FROM both_ways('SELECT count(*) FROM big WHERE k NOT IN (SELECT k FROM 
 EXPLAIN (COSTS OFF) SELECT count(*) FROM big b JOIN stage s USING (k) JOIN stage2 s2 ON s2.v = b.v;
 SELECT * FROM both_ways('SELECT count(*) FROM big b JOIN stage s USING (k) JOIN stage2 s2 ON s2.v = b.v');
 
+-- Two temporary tables joined to each other, their join the inner side of
+-- the big table's (TPC-H Q21's supplier and nation): core joins two rels
+-- through their cheapest paths, the stock scans, which are not parallel
+-- safe; our join hook joins them again through ours.
+CREATE TEMP TABLE grade AS SELECT g AS n, 'grade ' || g AS name FROM generate_series(0, 9) g;
+ANALYZE grade;
+SELECT pg_flush_local_buffers() >= 0 AS flushed;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(b.v) FROM big b JOIN stage s USING (k) JOIN grade g ON g.n = s.w % 10 WHERE g.name = 'grade 3';
+SELECT * FROM both_ways('SELECT count(*), sum(b.v) FROM big b JOIN stage s USING (k) JOIN grade g ON g.n = s.w % 10 WHERE g.name = ''grade 3''');
+SELECT workers_launched('SELECT count(*), sum(b.v) FROM big b JOIN stage s USING (k) JOIN grade g ON g.n = s.w % 10 WHERE g.name = ''grade 3''');
+
 -- Out-of-line values of a small table on the inner side: each participant
 -- fetches them itself (the leader has none to give).
 CREATE TEMP TABLE notes AS
