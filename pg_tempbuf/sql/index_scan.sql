@@ -169,6 +169,17 @@ EXPLAIN (COSTS OFF) SELECT id, grp FROM items WHERE grp > 20 AND md5(note) > 'a'
 SELECT * FROM compare_ways('SELECT row_number() OVER (), id, grp FROM (SELECT id, grp FROM items WHERE grp > 20 AND md5(note) > ''a'' ORDER BY grp, id) s');
 SELECT * FROM compare_ways('SELECT k, v FROM dup WHERE k BETWEEN 2 AND 4');
 SELECT * FROM compare_ways('SELECT id FROM items WHERE id < 0');
+-- "= ANY(array)": the participants share each element's range in turn,
+-- so that each one's rows stay in index order for Gather Merge.  (Two
+-- workers, so that workers alone beat a serial scan.)
+ALTER TABLE items SET (parallel_workers = 2);
+EXPLAIN (COSTS OFF) SELECT count(*), sum(amount) FROM items WHERE grp = ANY ('{1,5,9,13,17,21,25,29,33,37,41,45,49,53,57,61,65,69,73,77,81,85,89,93,97,9,NULL}');
+SELECT * FROM compare_ways('SELECT id, amount FROM items WHERE grp = ANY (''{1,5,9,13,17,21,25,29,33,37,41,45,49,53,57,61,65,69,73,77,81,85,89,93,97,9,NULL}'')');
+SELECT workers_ran_index_scan('SELECT count(*), sum(amount) FROM items WHERE grp = ANY (''{1,5,9,13,17,21,25,29,33,37,41,45,49,53,57,61,65,69,73,77,81,85,89,93,97,9,NULL}'')');
+EXPLAIN (COSTS OFF) SELECT grp, id FROM items WHERE grp = ANY ('{1,5,9,13,17,21,25,29,33,37,41,45,49,53,57,61,65,69,73,77,81,85,89,93,97,9,NULL}') AND md5(note) > 'a' ORDER BY grp, id;
+SELECT * FROM compare_ways('SELECT row_number() OVER (), grp, id FROM (SELECT grp, id FROM items WHERE grp = ANY (''{1,5,9,13,17,21,25,29,33,37,41,45,49,53,57,61,65,69,73,77,81,85,89,93,97,9,NULL}'') AND md5(note) > ''a'' ORDER BY grp, id) s');
+SELECT * FROM compare_ways('SELECT k, v FROM dup WHERE k = ANY (''{1,6,9}'')');
+ALTER TABLE items RESET (parallel_workers);
 RESET enable_seqscan;
 RESET pg_tempbuf.read_page_cost;
 RESET min_parallel_index_scan_size;

@@ -45,8 +45,11 @@
  * them descends to the first leaf; whoever takes a leaf reads its right
  * link and hands the next leaf on before returning the leaf's entries, so
  * each leaf is read by one participant.  Each reads its leaves through its
- * own page source.  Only a range of one segment can be shared (no
- * "= ANY(array)" key): the planner offers nothing else.
+ * own page source.  With an "= ANY(array)" key the participants share one
+ * element's range at a time, in order, as core's parallel scans step
+ * through array keys together: whoever finds the current range done moves
+ * everyone on to the next element, so that each participant's entries
+ * stay in index order (Gather Merge).
  *
  *-------------------------------------------------------------------------
  */
@@ -94,7 +97,8 @@ struct TbBtreeShared
 {
 	slock_t		mutex;
 	ConditionVariable advanced;	/* status left SHARED_ADVANCING */
-	SharedScanStatus status;
+	int			segment;		/* the array element whose range is shared */
+	SharedScanStatus status;	/* of that range */
 	BlockNumber next_leaf;
 };
 
@@ -116,7 +120,7 @@ struct TbBtreeScan
 	int			array_col;		/* which of them takes the array, or -1 */
 	Datum	   *elements;		/* its sorted distinct elements */
 	int			nelements;
-	int			next_element;
+	int			next_element;	/* shared: the element being read */
 	bool		has_low;		/* bounds of column nfixed, in index order */
 	KeyValue	low;
 	bool		low_strict;		/* ">" rather than ">=" (in index order) */
@@ -159,6 +163,7 @@ tb_btree_shared_init(TbBtreeShared *shared, bool first_time)
 		SpinLockInit(&shared->mutex);
 		ConditionVariableInit(&shared->advanced);
 	}
+	shared->segment = 0;
 	shared->status = SHARED_NOT_STARTED;
 	shared->next_leaf = P_NONE;
 }
@@ -632,19 +637,25 @@ read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 }
 
 /*
- * Take the next leaf of a shared range: P_NONE when the range is done;
- * InvalidBlockNumber when nobody has started it, and this caller is to
- * descend.  Either way but P_NONE the caller owes shared_release() (or
- * shared_done()).
+ * Take the next leaf of the shared range of segment: P_NONE when that
+ * range is done (or everyone moved on past it); InvalidBlockNumber when
+ * nobody has started it, and this caller is to descend.  Either way but
+ * P_NONE the caller owes shared_release() (or shared_done()).
  */
 static BlockNumber
-shared_seize(TbBtreeShared *shared)
+shared_seize(TbBtreeShared *shared, int segment)
 {
 	BlockNumber blkno;
 
 	for (;;)
 	{
 		SpinLockAcquire(&shared->mutex);
+		if (shared->segment != segment)
+		{
+			SpinLockRelease(&shared->mutex);
+			ConditionVariableCancelSleep();
+			return P_NONE;
+		}
 		switch (shared->status)
 		{
 			case SHARED_NOT_STARTED:
@@ -672,10 +683,10 @@ shared_seize(TbBtreeShared *shared)
 
 /* Hand the leaf after the one just taken on; P_NONE ends the range. */
 static void
-shared_release(TbBtreeShared *shared, BlockNumber next_leaf)
+shared_release(TbBtreeShared *shared, int segment, BlockNumber next_leaf)
 {
 	SpinLockAcquire(&shared->mutex);
-	if (shared->status != SHARED_DONE)
+	if (shared->segment == segment && shared->status != SHARED_DONE)
 	{
 		shared->status = next_leaf == P_NONE ? SHARED_DONE : SHARED_IDLE;
 		shared->next_leaf = next_leaf;
@@ -686,12 +697,36 @@ shared_release(TbBtreeShared *shared, BlockNumber next_leaf)
 
 /* Nobody needs to take another leaf: the range ends before it. */
 static void
-shared_done(TbBtreeShared *shared)
+shared_done(TbBtreeShared *shared, int segment)
 {
 	SpinLockAcquire(&shared->mutex);
-	shared->status = SHARED_DONE;
+	if (shared->segment == segment)
+		shared->status = SHARED_DONE;
 	SpinLockRelease(&shared->mutex);
 	ConditionVariableBroadcast(&shared->advanced);
+}
+
+/*
+ * The range of segment is done (shared_seize() said so): share the next
+ * segment's, unless someone moved on already.  Returns the segment shared
+ * now; nsegments when there is none left.
+ */
+static int
+shared_advance(TbBtreeShared *shared, int finished, int nsegments)
+{
+	int			segment;
+
+	SpinLockAcquire(&shared->mutex);
+	if (shared->segment == finished)
+	{
+		shared->segment++;
+		shared->status = shared->segment < nsegments ? SHARED_NOT_STARTED : SHARED_DONE;
+		shared->next_leaf = P_NONE;
+	}
+	segment = shared->segment;
+	SpinLockRelease(&shared->mutex);
+	ConditionVariableBroadcast(&shared->advanced);
+	return segment;
 }
 
 /*
@@ -707,7 +742,8 @@ take_shared_leaf(TbBtreeScan *scan, BlockNumber blkno)
 		return false;
 	read_leaf(scan, blkno);
 	opaque = BTPageGetOpaque(scan->leaf);
-	shared_release(scan->shared, P_RIGHTMOST(opaque) ? P_NONE : opaque->btpo_next);
+	shared_release(scan->shared, scan->next_element,
+				   P_RIGHTMOST(opaque) ? P_NONE : opaque->btpo_next);
 	return true;
 }
 
@@ -717,35 +753,45 @@ start_segment(TbBtreeScan *scan)
 {
 	BlockNumber handed_on = InvalidBlockNumber;
 	BlockNumber blkno;
-
-	if (scan->array_col >= 0)
-	{
-		int			element;
-
-		Assert(scan->shared == NULL);
-		if (scan->next_element >= scan->nelements)
-			return false;
-		element = scan->next_element++;
-		if (scan->backward)
-			element = scan->nelements - 1 - element;
-		scan->fixed[scan->array_col].value = scan->elements[element];
-	}
-	else if (scan->next_element++ > 0)
-		return false;
+	int			nsegments = scan->array_col >= 0 ? scan->nelements : 1;
 
 	if (scan->shared)
 	{
-		handed_on = shared_seize(scan->shared);
-		if (handed_on == P_NONE)
-			return false;
+		/* The segment shared now: this one, until someone finds it done. */
+		for (;;)
+		{
+			if (scan->next_element >= nsegments)
+				return false;
+			handed_on = shared_seize(scan->shared, scan->next_element);
+			if (handed_on != P_NONE)
+				break;
+			scan->next_element = shared_advance(scan->shared, scan->next_element,
+												nsegments);
+		}
 		if (handed_on == InvalidBlockNumber && root_block(scan) == P_NONE)
 		{
-			shared_done(scan->shared);
+			shared_done(scan->shared, scan->next_element);
 			return false;
 		}
+		if (scan->array_col >= 0)
+			scan->fixed[scan->array_col].value = scan->elements[scan->next_element];
 	}
-	else if (root_block(scan) == P_NONE)
-		return false;
+	else
+	{
+		if (scan->next_element >= nsegments)
+			return false;
+		if (scan->array_col >= 0)
+		{
+			int			element = scan->next_element;
+
+			if (scan->backward)
+				element = scan->nelements - 1 - element;
+			scan->fixed[scan->array_col].value = scan->elements[element];
+		}
+		scan->next_element++;
+		if (root_block(scan) == P_NONE)
+			return false;
+	}
 
 	make_key(scan, scan->lower, scan->has_low ? &scan->low : NULL);
 	if (scan->bounded_above)
@@ -839,7 +885,8 @@ step_forward(TbBtreeScan *scan, IndexTuple *itup)
 
 			if (scan->shared)
 			{
-				if (!take_shared_leaf(scan, shared_seize(scan->shared)))
+				if (!take_shared_leaf(scan, shared_seize(scan->shared,
+														 scan->next_element)))
 					return false;
 			}
 			else if (P_RIGHTMOST(opaque))
@@ -856,7 +903,7 @@ step_forward(TbBtreeScan *scan, IndexTuple *itup)
 			if (cmp < 0 || (cmp == 0 && scan->high_strict && scan->has_high))
 			{
 				if (scan->shared)
-					shared_done(scan->shared);
+					shared_done(scan->shared, scan->next_element);
 				return false;
 			}
 		}

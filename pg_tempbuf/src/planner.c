@@ -604,28 +604,6 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_
 	return reads;
 }
 
-/* Does an index clause of the path take an array (= ANY)? */
-static bool
-has_array_keys(IndexPath *ipath)
-{
-	ListCell   *lc;
-
-	foreach(lc, ipath->indexclauses)
-	{
-		IndexClause *iclause = lfirst(lc);
-		ListCell   *lc2;
-
-		foreach(lc2, iclause->indexquals)
-		{
-			RestrictInfo *rinfo = lfirst(lc2);
-
-			if (IsA(rinfo->clause, ScalarArrayOpExpr))
-				return true;
-		}
-	}
-	return false;
-}
-
 /*
  * Can an index-only scan of ours return the index's columns as they are
  * stored?  Not where the stored type differs from the column's (a name
@@ -685,15 +663,15 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 
 /*
  * Offer a Temp Index Scan for each btree index path core made for rel,
- * in either direction, with no ORDER BY operator.  An Index Only Scan path becomes a Temp Index Only Scan,
- * or an index scan where the index stores a column in another type.  price
- * holds the table's (and its toast relation's)
- * dirty pages; a parameterized path is rescanned once per outer row, but
- * the flush happens once per execution and a page is read privately once,
- * so each scan bears its share of both.  An unparameterized path without
- * array keys also gets a partial form, the participants sharing its range
- * (as core's partial index paths do, which core makes for no temporary
- * table), when it reads forward.
+ * in either direction, with no ORDER BY operator.  An Index Only Scan path
+ * becomes a Temp Index Only Scan, or an index scan where the index stores
+ * a column in another type.  price holds the table's (and its toast
+ * relation's) dirty pages; a parameterized path is rescanned once per
+ * outer row, but the flush happens once per execution and a page is read
+ * privately once, so each scan bears its share of both.  An
+ * unparameterized path that reads forward also gets a partial form, the
+ * participants sharing its range (as core's partial index paths do, which
+ * core makes for no temporary table).
  */
 static void
 add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price,
@@ -734,8 +712,7 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		add_path(rel, &make_temp_index_path(root, rel, ipath, &index_price,
 											loop_count)->path);
 
-		if (outer == NULL && !has_array_keys(ipath) &&
-			ipath->indexscandir != BackwardScanDirection)
+		if (outer == NULL && ipath->indexscandir != BackwardScanDirection)
 		{
 			IndexPath  *partial = create_index_path(root, index, ipath->indexclauses,
 													NIL, NIL, ipath->path.pathkeys,

@@ -9,8 +9,8 @@
  * under Memoize; a range or equality lookup; an ordered read for a merge
  * join or ORDER BY ... LIMIT.  It is parallel safe; each participant runs
  * the whole scan it is given.  Its parallel-aware form ("Parallel Custom
- * Scan (Temp Index Scan)", for an unparameterized scan without an
- * "= ANY(array)" key) shares the leaves of its one range among the
+ * Scan (Temp Index Scan)", for an unparameterized forward scan) shares the
+ * leaves of its range (of each array element's, in turn) among the
  * participants instead, as core's Parallel Index Scan does: each leaf, and
  * the rows it points to, is read by one of them (btree_reader.c).
  *

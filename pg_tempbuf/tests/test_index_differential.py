@@ -18,7 +18,7 @@ ORDER BY ... DESC), ORDER BY ... LIMIT over a join,
 out-of-line values fetched through the index scan; index-only reads (Temp Index Only Scan)
 of a range and of a nested loop's inner side; and scans whose one range the
 participants share (Parallel Temp Index Scan): a range, an ordered read under Gather Merge on
-an ascending and on a DESC NULLS FIRST index, a grouped read.  Half of the queries run without
+an ascending and on a DESC NULLS FIRST index and over `= ANY(array)`, a grouped read.  Half of the queries run without
 the leader's participation, so that workers do all of the parallel part.
 
 Each run counts the queries whose plan had a Temp Index Scan under a Gather that launched
@@ -100,6 +100,9 @@ SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "shared_ordered": ("SELECT t.a, t.id, t.n FROM t WHERE t.a > {k} - 20 ORDER BY t.a, t.id", True, ()),
     "shared_desc": ("SELECT t.a, t.n FROM t WHERE t.a <= {k} ORDER BY t.a DESC NULLS FIRST, t.n", True, ()),
     "shared_group": ("SELECT t.a, count(*), sum(t.id) FROM t WHERE t.a >= {k} % 7 GROUP BY t.a", False, ()),
+    # = ANY: each element's range shared in turn, rows in order under Gather Merge.
+    "shared_any": ("SELECT t.a, t.id, t.n FROM t WHERE t.a = ANY ('{{{k}, NULL, "
+                   + ", ".join(str(i) for i in range(0, 50, 2)) + "}}') ORDER BY t.a, t.id", True, ()),
     # Index only: the columns of t_a_id, the heap fetched where the visibility map (set by the
     # history's VACUUMs, cleared by its writes) does not say all visible.
     "ios_range": ("SELECT t.a, t.id FROM t WHERE t.a BETWEEN {k} - 12 AND {k} ORDER BY t.a, t.id", True, ()),
@@ -269,7 +272,7 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     assert sum(index_only_scans.values()) > 0, "no Temp Index Only Scan ran under Gather"
     # Before 18 a merge join over index scans, costed without disabling, rarely beats the serial
     # plan on these small tables.
-    optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge", "limit_desc"})
+    optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge", "limit_desc", "shared_any"})
     if disabled_nodes and ran["limit_desc"] >= 12:
         assert sum(backward_scans.values()) > 0, "no backward Temp Index Scan ran under Gather"
     for shape, count in ran.items():
