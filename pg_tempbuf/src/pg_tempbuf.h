@@ -273,6 +273,49 @@ extern void tb_btree_shared_init(TbBtreeShared *shared, bool first_time);
 extern void tb_btree_scan_share(TbBtreeScan *scan, TbBtreeShared *shared);
 
 /*
+ * The last inserting transaction a scan looked up, and whether the scan's
+ * snapshot sees its insertion: rows written together share it, and a page
+ * without hint bits would otherwise ask the snapshot and the commit log
+ * about it for every row.
+ */
+typedef struct TbXminVerdict
+{
+	TransactionId xid;			/* InvalidTransactionId: none yet */
+	bool		visible;
+} TbXminVerdict;
+
+/*
+ * temp_index_scan.c: heap rows read through private pages (page_source.c),
+ * for the Temp Index Scan and the Temp Bitmap Heap Scan: HOT chains
+ * followed on the copy, out-of-line values fetched by toast_reader.c.
+ */
+typedef struct TbHeapRows
+{
+	const char *node_name;		/* for errors */
+	HeapTupleData tuple;		/* the row found last */
+	TbXminVerdict last_xmin;
+	TbToastReader *toast;
+	uint64		toast_pages;
+	uint64		toast_rereads;
+	Datum	   *values;
+	bool	   *isnull;
+	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
+	int			deform_natts;
+} TbHeapRows;
+
+extern void tb_heap_rows_init(TbHeapRows *rows, ScanState *ss,
+							  const char *node_name, bool stores_rows);
+extern bool tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page,
+							   BlockNumber blkno, OffsetNumber offnum,
+							   Snapshot snapshot);
+extern bool tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page,
+							 BlockNumber blkno, OffsetNumber offnum,
+							 Snapshot snapshot);
+extern void tb_heap_rows_store(TbHeapRows *rows, ScanState *ss,
+							   TupleTableSlot *slot);
+extern void tb_heap_rows_end(TbHeapRows *rows);
+
+/*
  * temp_index_scan.c: the Temp Index Scan executor node, "Custom Scan (Temp
  * Index Scan)" in EXPLAIN
  */
@@ -301,18 +344,6 @@ extern double tb_parallel_divisor(int parallel_workers);
 extern double tb_loop_count(PlannerInfo *root, Index cur_relid, Relids outer_relids);
 extern BlockNumber tb_vm_block(BlockNumber heap_block);
 extern bool tb_vm_all_visible(Page vm_page, BlockNumber heap_block);
-
-/*
- * The last inserting transaction a scan looked up, and whether the scan's
- * snapshot sees its insertion: rows written together share it, and a page
- * without hint bits would otherwise ask the snapshot and the commit log
- * about it for every row.
- */
-typedef struct TbXminVerdict
-{
-	TransactionId xid;			/* InvalidTransactionId: none yet */
-	bool		visible;
-} TbXminVerdict;
 
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot,
 							 TbXminVerdict *last_xmin);
