@@ -332,6 +332,21 @@ extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 										  double est_flush_cost);
 extern void tb_temp_index_scan_flush(PlanState *planstate);
 
+/*
+ * temp_bitmap_scan.c: the Temp Bitmap Heap Scan executor node, "Custom Scan
+ * (Temp Bitmap Heap Scan)" in EXPLAIN
+ */
+#define TB_TEMP_BITMAP_SCAN_NAME "Temp Bitmap Heap Scan"
+
+extern void tb_register_temp_bitmap_scan(void);
+extern bool tb_is_temp_bitmap_scan(Plan *plan);
+extern bool tb_is_temp_bitmap_scan_state(PlanState *planstate);
+extern Plan *tb_temp_bitmap_scan_stock_plan(CustomScan *cscan);
+extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
+										   int est_dirty_pages,
+										   double est_flush_cost);
+extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
+
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);
 
