@@ -127,8 +127,8 @@ class ShapeQuery:
 
 
 @st.composite
-def shape_query(draw: st.DrawFn) -> ShapeQuery:
-    shape = draw(st.sampled_from(sorted(SHAPES)))
+def shape_query(draw: st.DrawFn, shapes: list[str] | None = None) -> ShapeQuery:
+    shape = draw(st.sampled_from(shapes or sorted(SHAPES)))
     template, ordered, methods = SHAPES[shape]
     return ShapeQuery(shape, template.format(k=draw(st.integers(1, 40))), ordered, methods, draw(st.booleans()))
 
@@ -160,7 +160,9 @@ def case(draw: st.DrawFn) -> Case:
         open_tx=draw(st.lists(statement(True), max_size=3)),
         open_subtx=draw(st.lists(statement(True), max_size=3)),
         rollback_open_subtx=draw(st.booleans()),
-        queries=draw(st.lists(shape_query(), min_size=3, max_size=8)),
+        # One bitmap shape in every case: they are 3 shapes of 24.
+        queries=draw(st.lists(shape_query(), min_size=3, max_size=8))
+        + [draw(shape_query(sorted(BITMAP_SHAPES)))],
     )
 
 
