@@ -242,3 +242,114 @@ SELECT regexp_replace(regexp_replace(line, '(Leader Index Entries|Leader Heap Fe
   FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
     SELECT count(*) FROM orders o JOIN items i ON i.id = o.id WHERE o.id < 100') AS line
  WHERE line !~ '^\s*(Worker \d+:|Rows Removed)';
+
+-- Temp Bitmap Heap Scan: core's bitmap heap scans (BitmapOr, BitmapAnd)
+-- of a temporary table, parallel safe and run whole by each participant,
+-- here the inner side of a nested loop under Gather.
+CREATE TEMP TABLE bm (id int, a int, b int, c int, pad text);
+INSERT INTO bm SELECT g, g % 1000, (g * 7) % 1001, g % 3, repeat('p', 200) FROM generate_series(1, 80000) g;
+CREATE INDEX bm_a ON bm (a);
+CREATE INDEX bm_b ON bm (b);
+CREATE INDEX bm_c ON bm (c);
+ANALYZE bm;
+CREATE OR REPLACE FUNCTION workers_ran_bitmap_scan(query text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan jsonb;
+BEGIN
+    SET LOCAL parallel_leader_participation = off;
+    EXECUTE 'EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) ' || query INTO plan;
+    RETURN coalesce((SELECT bool_or((w->>'Actual Rows')::numeric > 0)
+                       FROM jsonb_path_query(plan, 'strict $.**') AS node,
+                            jsonb_array_elements(node->'Workers') AS w
+                      WHERE jsonb_typeof(node) = 'object'
+                        AND node->>'Custom Plan Provider' = 'Temp Bitmap Heap Scan'), false);
+END $$;
+SET enable_bitmapscan = on;
+SET enable_indexscan = off;
+SET enable_mergejoin = off;
+SET random_page_cost = 10;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(t.id) FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20;
+SELECT * FROM compare_ways('SELECT o.id, t.id FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20');
+SELECT workers_ran_bitmap_scan('SELECT o.id, t.id FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20');
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN bm t ON t.a BETWEEN o.cust AND o.cust + 20 AND t.b BETWEEN o.cust AND o.cust + 30 WHERE o.v < 20;
+SELECT * FROM compare_ways('SELECT o.id, t.id FROM orders o JOIN bm t ON t.a BETWEEN o.cust AND o.cust + 20 AND t.b BETWEEN o.cust AND o.cust + 30 WHERE o.v < 20');
+SELECT workers_ran_bitmap_scan('SELECT o.id, t.id FROM orders o JOIN bm t ON t.a BETWEEN o.cust AND o.cust + 20 AND t.b BETWEEN o.cust AND o.cust + 30 WHERE o.v < 20');
+-- = ANY in a BitmapOr, a constant bitmap rescanned per outer row.
+SELECT * FROM compare_ways('SELECT o.id, t.id FROM orders o JOIN bm t ON (t.a = ANY (ARRAY[o.cust, o.cust + 7, NULL]) OR t.b = o.cust) AND t.c = 1 WHERE o.v < 15');
+
+-- Lossy: a bitmap bigger than work_mem keeps whole pages, whose rows are
+-- checked again.  Without workers the leader runs the plan: its counts.
+-- (A partial scan of bm joined to a Materialize of orders would win on the
+-- join's underestimated rows: no Materialize.)
+SET work_mem = '64kB';
+SET enable_material = off;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(t.id) FROM orders o JOIN bm t ON t.c = o.id % 3 WHERE o.id <= 4;
+SELECT * FROM compare_ways('SELECT o.id, t.id FROM orders o JOIN bm t ON t.c = o.id % 3 AND t.a < 900 WHERE o.id <= 4');
+SELECT workers_ran_bitmap_scan('SELECT o.id, t.id FROM orders o JOIN bm t ON t.c = o.id % 3 WHERE o.id <= 4');
+SET max_parallel_workers = 0;
+SELECT regexp_replace(regexp_replace(line, 'actual rows=[0-9.]+ loops=\d+', 'actual rows=R loops=L'),
+                      'exact=\d+ lossy=[1-9]\d*', 'exact=N lossy=M (more than 0)') AS line
+  FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+    SELECT count(*), sum(t.id) FROM orders o JOIN bm t ON t.c = o.id % 3 WHERE o.id <= 4') AS line
+ WHERE line ~ '(Temp Bitmap|Bitmap Indexes|Leader Heap Blocks|Workers Launched)';
+RESET max_parallel_workers;
+RESET enable_material;
+RESET work_mem;
+
+-- Rows of the open transaction: an update that moves rows in both indexes,
+-- a HOT update, deletions, a rolled-back savepoint, new rows.
+BEGIN;
+DELETE FROM bm WHERE id % 10 = 1;
+UPDATE bm SET a = a + 1, b = b + 2 WHERE id % 10 = 2;
+UPDATE bm SET pad = 'hot' WHERE id % 10 = 3;
+SAVEPOINT s;
+UPDATE bm SET a = 7, b = 7 WHERE id % 10 = 4;
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO bm SELECT g, g % 1000, g % 1001, g % 3, 'new' FROM generate_series(200001, 201000) g;
+SELECT * FROM compare_ways('SELECT o.id, t.id, t.a, t.b, t.pad FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20');
+SELECT * FROM compare_ways('SELECT o.id, t.id, t.pad FROM orders o JOIN bm t ON t.a BETWEEN o.cust AND o.cust + 20 AND t.b BETWEEN o.cust AND o.cust + 30 WHERE o.v < 20');
+SELECT workers_ran_bitmap_scan('SELECT o.id, t.id FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20');
+COMMIT;
+
+-- EXPLAIN's other formats: the same properties, the block counts apart.
+CREATE OR REPLACE FUNCTION explain_json(query text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    plan jsonb;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) ' || query INTO plan;
+    RETURN plan;
+END $$;
+SELECT key FROM jsonb_path_query(explain_json('SELECT count(*) FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20'),
+         'strict $.**') AS node,
+     jsonb_object_keys(node) AS key
+ WHERE jsonb_typeof(node) = 'object' AND node->>'Custom Plan Provider' = 'Temp Bitmap Heap Scan'
+   AND key IN ('Bitmap Indexes', 'Recheck Cond', 'Leader Index Entries',
+               'Leader Exact Heap Blocks', 'Leader Lossy Heap Blocks')
+ ORDER BY key;
+SELECT count(*) FILTER (WHERE line ~ 'Bitmap Indexes: "?bm_a OR bm_b') AS indexes,
+       count(*) FILTER (WHERE line ~ 'Leader Exact Heap Blocks: \d+') AS exact
+  FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, FORMAT YAML)
+    SELECT count(*) FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20') AS y,
+       regexp_split_to_table(y, E'\n') AS line;
+
+-- An OR inside a correlated subquery (a SubPlan, planned alone, which the
+-- leader runs above Gather: core's scan back), and pg_tempbuf.index_scan =
+-- off, which leaves core's serial bitmap scans.
+EXPLAIN (COSTS OFF) SELECT o.id, (SELECT count(*) FROM bm t WHERE t.a = o.cust OR t.b = o.cust) FROM orders o WHERE o.v < 10;
+SELECT * FROM compare_ways('SELECT o.id, (SELECT count(*) FROM bm t WHERE t.a = o.cust OR t.b = o.cust) FROM orders o WHERE o.v < 10');
+SET pg_tempbuf.index_scan = off;
+SELECT count(*) FILTER (WHERE line ~ 'Temp Bitmap Heap Scan') AS temp_bitmap_scans,
+       count(*) FILTER (WHERE line ~ '^\s*(->  )?Bitmap Heap Scan') AS stock_bitmap_scans
+  FROM explain_lines('EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20') AS line;
+RESET pg_tempbuf.index_scan;
+
+-- A plan that ends up serial gets core's Bitmap Heap Scan back.
+SET max_parallel_workers_per_gather = 0;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(t.id) FROM orders o JOIN bm t ON t.a = o.cust OR t.b = o.cust WHERE o.v < 20;
+RESET max_parallel_workers_per_gather;
+RESET random_page_cost;
+RESET enable_indexscan;
+RESET enable_mergejoin;
+SET enable_bitmapscan = off;

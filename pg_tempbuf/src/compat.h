@@ -215,4 +215,51 @@ TbPinLocalBuffer(BufferDesc *desc)
 #define TB_EXPLAIN_FORMAT_HEADER "commands/explain.h"
 #endif
 
+/*
+ * Iterating a TIDBitmap privately: 18 renamed the iterator, fills a result
+ * the caller owns and hands out a page's offsets on request; before, the
+ * iterator returned its own result holding them, ntuples -1 for a lossy
+ * page.  TbBitmapNextPage() gives a page's block, its offsets (noffsets -1
+ * when lossy: every tuple of the page) and whether rows need a recheck.
+ */
+#include "access/htup_details.h"
+#include "nodes/tidbitmap.h"
+
+#if PG_VERSION_NUM >= 180000
+typedef TBMPrivateIterator TbBitmapIterator;
+#define TbBitmapBeginIterate(tbm)	tbm_begin_private_iterate(tbm)
+static inline bool
+TbBitmapNextPage(TbBitmapIterator *iterator, BlockNumber *blkno,
+				 OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
+	TBMIterateResult result;
+
+	if (!tbm_private_iterate(iterator, &result))
+		return false;
+	*blkno = result.blockno;
+	*recheck = result.recheck;
+	*noffsets = result.lossy ? -1 :
+		tbm_extract_page_tuple(&result, offsets, MaxHeapTuplesPerPage);
+	return true;
+}
+#else
+typedef TBMIterator TbBitmapIterator;
+#define TbBitmapBeginIterate(tbm)	tbm_begin_iterate(tbm)
+static inline bool
+TbBitmapNextPage(TbBitmapIterator *iterator, BlockNumber *blkno,
+				 OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
+	TBMIterateResult *result = tbm_iterate(iterator);
+
+	if (result == NULL)
+		return false;
+	*blkno = result->blockno;
+	*recheck = result->recheck;
+	*noffsets = result->ntuples;
+	if (result->ntuples > 0)
+		memcpy(offsets, result->offsets, result->ntuples * sizeof(OffsetNumber));
+	return true;
+}
+#endif
+
 #endif							/* PG_TEMPBUF_COMPAT_H */

@@ -156,6 +156,7 @@ _PG_init(void)
 
 	tb_register_temp_scan();
 	tb_register_temp_index_scan();
+	tb_register_temp_bitmap_scan();
 	tb_install_executor_hooks();
 	tb_install_planner_hooks();
 }

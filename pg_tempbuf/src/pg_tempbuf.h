@@ -276,6 +276,49 @@ extern void tb_btree_shared_init(TbBtreeShared *shared, bool first_time);
 extern void tb_btree_scan_share(TbBtreeScan *scan, TbBtreeShared *shared);
 
 /*
+ * The last inserting transaction a scan looked up, and whether the scan's
+ * snapshot sees its insertion: rows written together share it, and a page
+ * without hint bits would otherwise ask the snapshot and the commit log
+ * about it for every row.
+ */
+typedef struct TbXminVerdict
+{
+	TransactionId xid;			/* InvalidTransactionId: none yet */
+	bool		visible;
+} TbXminVerdict;
+
+/*
+ * temp_index_scan.c: heap rows read through private pages (page_source.c),
+ * for the Temp Index Scan and the Temp Bitmap Heap Scan: HOT chains
+ * followed on the copy, out-of-line values fetched by toast_reader.c.
+ */
+typedef struct TbHeapRows
+{
+	const char *node_name;		/* for errors */
+	HeapTupleData tuple;		/* the row found last */
+	TbXminVerdict last_xmin;
+	TbToastReader *toast;
+	uint64		toast_pages;
+	uint64		toast_rereads;
+	Datum	   *values;
+	bool	   *isnull;
+	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
+	int			deform_natts;
+} TbHeapRows;
+
+extern void tb_heap_rows_init(TbHeapRows *rows, ScanState *ss,
+							  const char *node_name, bool stores_rows);
+extern bool tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page,
+							   BlockNumber blkno, OffsetNumber offnum,
+							   Snapshot snapshot);
+extern bool tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page,
+							 BlockNumber blkno, OffsetNumber offnum,
+							 Snapshot snapshot);
+extern void tb_heap_rows_store(TbHeapRows *rows, ScanState *ss,
+							   TupleTableSlot *slot);
+extern void tb_heap_rows_end(TbHeapRows *rows);
+
+/*
  * temp_index_scan.c: the Temp Index Scan executor node, "Custom Scan (Temp
  * Index Scan)" in EXPLAIN
  */
@@ -292,6 +335,21 @@ extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 										  double est_flush_cost);
 extern void tb_temp_index_scan_flush(PlanState *planstate);
 
+/*
+ * temp_bitmap_scan.c: the Temp Bitmap Heap Scan executor node, "Custom Scan
+ * (Temp Bitmap Heap Scan)" in EXPLAIN
+ */
+#define TB_TEMP_BITMAP_SCAN_NAME "Temp Bitmap Heap Scan"
+
+extern void tb_register_temp_bitmap_scan(void);
+extern bool tb_is_temp_bitmap_scan(Plan *plan);
+extern bool tb_is_temp_bitmap_scan_state(PlanState *planstate);
+extern Plan *tb_temp_bitmap_scan_stock_plan(CustomScan *cscan);
+extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
+										   int est_dirty_pages,
+										   double est_flush_cost);
+extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
+
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);
 
@@ -304,18 +362,6 @@ extern double tb_parallel_divisor(int parallel_workers);
 extern double tb_loop_count(PlannerInfo *root, Index cur_relid, Relids outer_relids);
 extern BlockNumber tb_vm_block(BlockNumber heap_block);
 extern bool tb_vm_all_visible(Page vm_page, BlockNumber heap_block);
-
-/*
- * The last inserting transaction a scan looked up, and whether the scan's
- * snapshot sees its insertion: rows written together share it, and a page
- * without hint bits would otherwise ask the snapshot and the commit log
- * about it for every row.
- */
-typedef struct TbXminVerdict
-{
-	TransactionId xid;			/* InvalidTransactionId: none yet */
-	bool		visible;
-} TbXminVerdict;
 
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot,
 							 TbXminVerdict *last_xmin);

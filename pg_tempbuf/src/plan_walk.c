@@ -18,8 +18,9 @@
  *	  would otherwise have to run in the leader alone, under a Gather
  *	  costed with workers);
  *	- in a plan that ended up without parallelism, a full scan of ours
- *	  becomes a stock Seq Scan again, and a Temp Index Scan the Index Scan
- *	  it carries: nothing needs the flush.
+ *	  becomes a stock Seq Scan again, a Temp Index Scan the Index Scan it
+ *	  carries, a Temp Bitmap Heap Scan its Bitmap Heap Scan: nothing needs
+ *	  the flush.
  *
  * And one saving that core makes for its own scans: a scan of ours that
  * an aggregate reads no column of (count(*)) hands up the table's tuples
@@ -136,8 +137,8 @@ collect_scans(Plan **link, Plan *parent, PlanScans *found)
 			collect_scans(&((SubqueryScan *) plan)->subplan, plan, found);
 			break;
 		case T_CustomScan:
-			/* A Temp Index Scan's child is a plan it keeps, never runs. */
-			if (!tb_is_temp_index_scan(plan))
+			/* A Temp Index or Bitmap Heap Scan's child is a plan it keeps, never runs. */
+			if (!tb_is_temp_index_scan(plan) && !tb_is_temp_bitmap_scan(plan))
 				collect_list(((CustomScan *) plan)->custom_plans, plan, found);
 			break;
 		default:
@@ -151,19 +152,30 @@ collect_scans(Plan **link, Plan *parent, PlanScans *found)
 static bool
 is_private_read(Plan *plan)
 {
-	return tb_is_temp_scan(plan) || tb_is_temp_index_scan(plan);
+	return tb_is_temp_scan(plan) || tb_is_temp_index_scan(plan) ||
+		tb_is_temp_bitmap_scan(plan);
+}
+
+/* A Temp Index Scan or Temp Bitmap Heap Scan: a stock scan it carries. */
+static bool
+carries_stock_scan(Plan *plan)
+{
+	return tb_is_temp_index_scan(plan) || tb_is_temp_bitmap_scan(plan);
 }
 
 /*
  * A Temp Index (Only) Scan in a plan without parallelism becomes the Index
- * (Only) Scan it carries, with the target list the plan gave it (an index
- * only scan's refers to the index columns in the order both number them).
+ * (Only) Scan it carries, a Temp Bitmap Heap Scan its Bitmap Heap Scan,
+ * with the target list the plan gave it (an index only scan's refers to
+ * the index columns in the order both number them).
  * A parallel-aware one is under a Gather whose workers run it: never here.
  */
 static Plan *
-index_scan_from_temp_index_scan(CustomScan *cscan)
+stock_scan_from_ours(CustomScan *cscan)
 {
-	Plan	   *stock = tb_temp_index_scan_stock_plan(cscan);
+	Plan	   *stock = tb_is_temp_bitmap_scan(&cscan->scan.plan) ?
+		tb_temp_bitmap_scan_stock_plan(cscan) :
+		tb_temp_index_scan_stock_plan(cscan);
 
 	Assert(!cscan->scan.plan.parallel_aware);
 
@@ -338,8 +350,9 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 		collect_scans((Plan **) &lfirst(lc), NULL, &found);
 
 	/*
-	 * A Temp Index Scan that only the leader runs, of a table no worker
-	 * reads, is better off as core's Index Scan: no flush, no copies.
+	 * A Temp Index (or Bitmap Heap) Scan that only the leader runs, of a
+	 * table no worker reads, is better off as core's scan: no flush, no
+	 * copies.
 	 */
 	foreach(lc, found.scans)
 	{
@@ -352,9 +365,9 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 	{
 		ScanRef    *ref = lfirst(lc);
 
-		if (!ref->under_gather && tb_is_temp_index_scan(*ref->link) &&
+		if (!ref->under_gather && carries_stock_scan(*ref->link) &&
 			!list_member_oid(parallel_relids, ref->relid))
-			*ref->link = index_scan_from_temp_index_scan((CustomScan *) *ref->link);
+			*ref->link = stock_scan_from_ours((CustomScan *) *ref->link);
 	}
 
 	foreach(lc, found.scans)
@@ -376,8 +389,8 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 			if (tb_is_temp_scan(*ref->link) &&
 				!tb_temp_scan_is_partial((CustomScan *) *ref->link))
 				*ref->link = seq_scan_from_full_scan((CustomScan *) *ref->link);
-			else if (tb_is_temp_index_scan(*ref->link))
-				*ref->link = index_scan_from_temp_index_scan((CustomScan *) *ref->link);
+			else if (carries_stock_scan(*ref->link))
+				*ref->link = stock_scan_from_ours((CustomScan *) *ref->link);
 		}
 		return InvalidOid;
 	}

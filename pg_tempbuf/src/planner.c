@@ -108,6 +108,15 @@ static const CustomPathMethods temp_index_path_methods = {
 	.PlanCustomPath = plan_temp_index_path,
 };
 
+static Plan *plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel,
+								   CustomPath *best_path, List *tlist,
+								   List *clauses, List *custom_plans);
+
+static const CustomPathMethods temp_bitmap_path_methods = {
+	.CustomName = TB_TEMP_BITMAP_SCAN_NAME,
+	.PlanCustomPath = plan_temp_bitmap_path,
+};
+
 /* What tb_planner needs to know of a query before planning it. */
 typedef struct QueryFacts
 {
@@ -736,6 +745,136 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 	list_free(stock);
 }
 
+/*
+ * Can a Temp Bitmap Heap Scan run this bitmap tree?  Only btree index scans
+ * (= ANY included: btree_reader.c takes it), combined by AND and OR.  Adds
+ * each index's dirty pages to price (once per index), its private reads
+ * to *index_pages.
+ */
+static bool
+bitmap_tree_supported(Path *bitmapqual, TbScanPrice *price, List **indexoids,
+					  double *index_pages)
+{
+	List	   *children;
+	ListCell   *lc;
+
+	if (IsA(bitmapqual, IndexPath))
+	{
+		IndexPath  *ipath = (IndexPath *) bitmapqual;
+		IndexOptInfo *index = ipath->indexinfo;
+
+		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL ||
+			ipath->indexscandir == BackwardScanDirection)
+			return false;
+		if (!list_member_oid(*indexoids, index->indexoid))
+		{
+			*indexoids = lappend_oid(*indexoids, index->indexoid);
+			price_index_flush(index, price);
+		}
+		*index_pages += ceil(ipath->indexselectivity * index->pages);
+		return true;
+	}
+	if (IsA(bitmapqual, BitmapAndPath))
+		children = ((BitmapAndPath *) bitmapqual)->bitmapquals;
+	else if (IsA(bitmapqual, BitmapOrPath))
+		children = ((BitmapOrPath *) bitmapqual)->bitmapquals;
+	else
+		return false;
+	foreach(lc, children)
+		if (!bitmap_tree_supported(lfirst(lc), price, indexoids, index_pages))
+			return false;
+	return true;
+}
+
+/*
+ * Offer a Temp Bitmap Heap Scan for each stock bitmap heap path of rel
+ * whose tree bitmap_tree_supported() takes: core's costs, plus the flush
+ * of the table and every index, plus, unparameterized, the private reads
+ * of the heap pages (compute_bitmap_pages(), as core prices them) and
+ * index pages it touches (see private_reads()).  Non-partial only: each
+ * participant builds its own bitmap and reads every page it names.
+ */
+static void
+add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
+{
+	List	   *stock = NIL;
+	ListCell   *lc;
+
+	/*
+	 * add_path() frees a bitmap heap path that a new one beats (ours may,
+	 * costing the same and being parallel safe): wrap copies.
+	 */
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (IsA(path, BitmapHeapPath) && !path->parallel_safe)
+		{
+			BitmapHeapPath *copy = palloc(sizeof(BitmapHeapPath));
+
+			memcpy(copy, path, sizeof(BitmapHeapPath));
+			stock = lappend(stock, list_make2(path, copy));
+		}
+	}
+	foreach(lc, stock)
+	{
+		Path	   *original = linitial(lfirst(lc));
+		BitmapHeapPath *bpath = lsecond(lfirst(lc));
+		Relids		outer = PATH_REQ_OUTER(&bpath->path);
+		double		loop_count = tb_loop_count(root, rel->relid, outer);
+		TbScanPrice bitmap_price = *price;
+		List	   *indexoids = NIL;
+		double		index_pages = 0.0;
+		TempIndexPath *tpath;
+		CustomPath *cpath;
+		Cost		flush;
+		Cost		reads = 0.0;
+
+		if (bpath->path.param_info &&
+			!is_parallel_safe(root, (Node *) bpath->path.param_info->ppi_clauses))
+			continue;
+		if (!bitmap_tree_supported(bpath->bitmapqual, &bitmap_price, &indexoids,
+								   &index_pages))
+			continue;
+		if (loop_count <= 1.0)
+		{
+			Cost		index_cost;
+			double		tuples;
+			double		heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual,
+														  1, &index_cost, &tuples);
+
+			reads = tb_read_page_cost * (heap_pages + index_pages);
+		}
+		flush = tb_priced_flush(&bitmap_price);
+
+		tpath = palloc0(sizeof(TempIndexPath));
+		cpath = &tpath->cpath;
+		NodeSetTag(cpath, T_CustomPath);
+		tpath->est_dirty_pages = bitmap_price.dirty_pages;
+		tpath->est_flush_cost = flush;
+		cpath->path.pathtype = T_CustomScan;
+		cpath->path.parent = rel;
+		cpath->path.pathtarget = bpath->path.pathtarget;
+		cpath->path.param_info = bpath->path.param_info;
+		cpath->path.parallel_aware = false;
+		cpath->path.parallel_safe = true;
+		cpath->path.parallel_workers = 0;
+		cpath->path.rows = bpath->path.rows;
+		cpath->path.pathkeys = NIL;
+		TbCopyDisabledNodes(&cpath->path, &bpath->path);
+		cpath->path.startup_cost = bpath->path.startup_cost + flush / loop_count;
+		cpath->path.total_cost = bpath->path.total_cost + (flush + reads) / loop_count;
+		cpath->custom_paths = list_make1(bpath);
+		cpath->methods = &temp_bitmap_path_methods;
+		add_path(rel, &cpath->path);
+
+		/* As add_temp_index_paths(). */
+		if (planned_alone(root))
+			rel->pathlist = list_delete_ptr(rel->pathlist, original);
+	}
+	list_free_deep(stock);
+}
+
 static void
 tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
@@ -830,7 +969,10 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		drop_stock_seq_scans(rel);
 
 	if (tb_index_scan_enabled && !planning.runs_opaque_code)
+	{
 		add_temp_index_paths(root, rel, &price, vm_known_clean);
+		add_temp_bitmap_paths(root, rel, &price);
+	}
 }
 
 static Plan *
@@ -1005,6 +1147,26 @@ tb_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 			add_path(joinrel, path);
 	}
 	list_free(safe_paths);
+}
+
+/*
+ * Core plans the stock bitmap heap path into the Bitmap Heap Scan (with
+ * its index scans under it) that our node carries; a gating Result is
+ * ours to have instead, as for the Temp Index Scan.
+ */
+static Plan *
+plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					  List *tlist, List *clauses, List *custom_plans)
+{
+	TempIndexPath *tpath = (TempIndexPath *) best_path;
+	Plan	   *stock = linitial(custom_plans);
+
+	if (IsA(stock, Result) && stock->lefttree)
+		stock = stock->lefttree;
+	stock->parallel_safe = true;
+	return tb_make_temp_bitmap_scan_plan(castNode(BitmapHeapScan, stock), tlist,
+										 tpath->est_dirty_pages,
+										 tpath->est_flush_cost);
 }
 
 void

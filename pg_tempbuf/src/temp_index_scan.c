@@ -114,15 +114,7 @@ typedef struct TempIndexScanState
 
 	TbPageSource *pages;
 	TbBtreeScan *btree;
-	HeapTupleData tuple;
-	TbXminVerdict last_xmin;
-	TbToastReader *toast;
-	uint64		toast_pages;
-	uint64		toast_rereads;
-	Datum	   *values;
-	bool	   *isnull;
-	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
-	int			deform_natts;
+	TbHeapRows	rows;
 
 	/* index only: the visibility map page in hand */
 	char	   *vm_page;
@@ -144,7 +136,7 @@ typedef struct TempIndexScanState
 	int			nworker_totals;
 } TempIndexScanState;
 
-static void plan_deform(TempIndexScanState *is);
+static void plan_deform(TbHeapRows *rows, ScanState *ss);
 static Node *index_scan_create_state(CustomScan *cscan);
 static void index_scan_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *index_scan_exec(CustomScanState *node);
@@ -327,10 +319,7 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 		is->vm_scratch = palloc(BLCKSZ);
 		is->vm_block = is->vm_nblocks = InvalidBlockNumber;
 	}
-	else if (!TTS_IS_HEAPTUPLE(node->ss.ss_ScanTupleSlot))
-		plan_deform(is);
-	is->values = palloc(sizeof(Datum) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
-	is->isnull = palloc(sizeof(bool) * RelationGetDescr(node->ss.ss_currentRelation)->natts);
+	tb_heap_rows_init(&is->rows, &node->ss, TB_TEMP_INDEX_SCAN_NAME, !is->index_only);
 
 	/*
 	 * Workers read the files: the leader writes what is dirty when the
@@ -371,24 +360,60 @@ tb_temp_index_scan_flush(PlanState *planstate)
 }
 
 /*
- * The visible member of the HOT chain that tid starts, into is->tuple.
- * Derived from heap_hot_search_buffer() in src/backend/access/heap/heapam.c
- * (PostgreSQL 18): on a private copy, with tb_tuple_visible() (no hint
- * bits), for an MVCC snapshot (one member at most is visible), without the
- * all-dead bookkeeping that only serves to mark index entries dead.
+ * Heap rows read through private pages: shared by Temp Index Scan and
+ * Temp Bitmap Heap Scan.  Values for the scan slot: natts of the table;
+ * on PostgreSQL 15 (a virtual slot) a heap tuple slot that deforms rows,
+ * when the node stores heap rows at all (stores_rows).
  */
-static bool
-fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
+void
+tb_heap_rows_init(TbHeapRows *rows, ScanState *ss, const char *node_name,
+				  bool stores_rows)
 {
-	Relation	rel = is->css.ss.ss_currentRelation;
-	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
-	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
+	int			natts = RelationGetDescr(ss->ss_currentRelation)->natts;
+
+	rows->node_name = node_name;
+	if (stores_rows && !TTS_IS_HEAPTUPLE(ss->ss_ScanTupleSlot))
+		plan_deform(rows, ss);
+	rows->values = palloc(sizeof(Datum) * natts);
+	rows->isnull = palloc(sizeof(bool) * natts);
+}
+
+void
+tb_heap_rows_end(TbHeapRows *rows)
+{
+	if (rows->toast)
+		tb_toast_reader_close(rows->toast);
+	rows->toast = NULL;
+}
+
+/* The tuple at offnum of page, into rows->tuple. */
+static void
+set_tuple(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
+		  OffsetNumber offnum)
+{
+	ItemId		lp = PageGetItemId(page, offnum);
+
+	rows->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	rows->tuple.t_len = ItemIdGetLength(lp);
+	ItemPointerSet(&rows->tuple.t_self, blkno, offnum);
+	rows->tuple.t_tableOid = RelationGetRelid(rel);
+}
+
+/*
+ * The visible member of the HOT chain that starts at offnum of page (block
+ * blkno), into rows->tuple.  Derived from heap_hot_search_buffer() in
+ * src/backend/access/heap/heapam.c (PostgreSQL 18): on a private copy,
+ * with tb_tuple_visible() (no hint bits), for an MVCC snapshot (one member
+ * at most is visible), without the all-dead bookkeeping that only serves
+ * to mark index entries dead.
+ */
+bool
+tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
+				   OffsetNumber offnum, Snapshot snapshot)
+{
 	TransactionId prev_xmax = InvalidTransactionId;
 	bool		at_chain_start = true;
-	Page		page;
 
-	page = tb_page_source_get(is->pages, rel, blkno);
-	is->heap_fetches++;
 	for (;;)
 	{
 		ItemId		lp;
@@ -415,12 +440,9 @@ fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
 			!TransactionIdEquals(prev_xmax, HeapTupleHeaderGetXmin(tuple)))
 			return false;
 
-		if (tb_tuple_visible(tuple, snapshot, &is->last_xmin))
+		if (tb_tuple_visible(tuple, snapshot, &rows->last_xmin))
 		{
-			is->tuple.t_data = tuple;
-			is->tuple.t_len = ItemIdGetLength(lp);
-			ItemPointerSet(&is->tuple.t_self, blkno, offnum);
-			is->tuple.t_tableOid = RelationGetRelid(rel);
+			set_tuple(rows, rel, page, blkno, offnum);
 			return true;
 		}
 		if (!HeapTupleHeaderIsHotUpdated(tuple))
@@ -433,61 +455,94 @@ fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
 }
 
 /*
- * Store is->tuple in the slot, its out-of-line values fetched through
+ * Is the tuple at offnum visible, whatever chain it is in?  For a page that
+ * a lossy bitmap names whole, as heapam_scan_bitmap_next_block() reads one.
+ */
+bool
+tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
+				 OffsetNumber offnum, Snapshot snapshot)
+{
+	ItemId		lp;
+
+	if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
+		return false;
+	lp = PageGetItemId(page, offnum);
+	if (!ItemIdIsNormal(lp) ||
+		!tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot,
+						  &rows->last_xmin))
+		return false;
+	set_tuple(rows, rel, page, blkno, offnum);
+	return true;
+}
+
+/* The index entry's row, through the page source. */
+static bool
+fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
+{
+	Relation	rel = is->css.ss.ss_currentRelation;
+	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+
+	is->heap_fetches++;
+	return tb_heap_hot_search(&is->rows, rel, tb_page_source_get(is->pages, rel, blkno),
+							  blkno, ItemPointerGetOffsetNumber(tid), snapshot);
+}
+
+/*
+ * Store rows->tuple in the slot, its out-of-line values fetched through
  * private pages of the toast relation and decompressed (toast_reader.c):
  * no participant detoasts through local buffers.  Per-tuple memory.
  */
-static void
-store_tuple(TempIndexScanState *is, TupleTableSlot *slot)
+void
+tb_heap_rows_store(TbHeapRows *rows, ScanState *ss, TupleTableSlot *slot)
 {
-	Relation	rel = is->css.ss.ss_currentRelation;
+	Relation	rel = ss->ss_currentRelation;
 	TupleDesc	desc = RelationGetDescr(rel);
-	HeapTuple	tuple = &is->tuple;
+	HeapTuple	tuple = &rows->tuple;
 
 	if (HeapTupleHasExternal(tuple))
 	{
 		MemoryContext oldcxt;
 
-		if (is->toast == NULL)
+		if (rows->toast == NULL)
 		{
 			const char *reason = NULL;
 
-			oldcxt = MemoryContextSwitchTo(is->css.ss.ps.state->es_query_cxt);
-			is->toast = tb_toast_reader_open(rel, &is->toast_pages,
-											 &is->toast_rereads, &reason);
+			oldcxt = MemoryContextSwitchTo(ss->ps.state->es_query_cxt);
+			rows->toast = tb_toast_reader_open(rel, &rows->toast_pages,
+											   &rows->toast_rereads, &reason);
 			MemoryContextSwitchTo(oldcxt);
-			if (is->toast == NULL)
+			if (rows->toast == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot fetch out-of-line values of temporary table \"%s\" in a Temp Index Scan",
-								RelationGetRelationName(rel)),
+						 errmsg("cannot fetch out-of-line values of temporary table \"%s\" in a %s",
+								RelationGetRelationName(rel), rows->node_name),
 						 errdetail("%s.", reason)));
 		}
-		oldcxt = MemoryContextSwitchTo(is->css.ss.ps.ps_ExprContext->ecxt_per_tuple_memory);
-		heap_deform_tuple(tuple, desc, is->values, is->isnull);
+		oldcxt = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
+		heap_deform_tuple(tuple, desc, rows->values, rows->isnull);
 		for (int att = 0; att < desc->natts; att++)
 		{
-			struct varlena *value = (struct varlena *) DatumGetPointer(is->values[att]);
+			struct varlena *value = (struct varlena *) DatumGetPointer(rows->values[att]);
 			struct varatt_external pointer;
 
-			if (is->isnull[att] || TupleDescAttr(desc, att)->attlen != -1 ||
+			if (rows->isnull[att] || TupleDescAttr(desc, att)->attlen != -1 ||
 				!VARATT_IS_EXTERNAL_ONDISK(value))
 				continue;
 			VARATT_EXTERNAL_GET_POINTER(pointer, value);
-			if (pointer.va_toastrelid != tb_toast_reader_relid(is->toast))
+			if (pointer.va_toastrelid != tb_toast_reader_relid(rows->toast))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" stored in toast relation %u",
 								RelationGetRelationName(rel), pointer.va_toastrelid)));
-			value = tb_toast_fetch(is->toast, value, &is->toast_pages,
-								   &is->toast_rereads);
+			value = tb_toast_fetch(rows->toast, value, &rows->toast_pages,
+								   &rows->toast_rereads);
 			if (VARATT_IS_COMPRESSED(value))
 				value = detoast_attr(value);
-			is->values[att] = PointerGetDatum(value);
+			rows->values[att] = PointerGetDatum(value);
 		}
-		tuple = heap_form_tuple(desc, is->values, is->isnull);
-		tuple->t_self = is->tuple.t_self;
-		tuple->t_tableOid = is->tuple.t_tableOid;
+		tuple = heap_form_tuple(desc, rows->values, rows->isnull);
+		tuple->t_self = rows->tuple.t_self;
+		tuple->t_tableOid = rows->tuple.t_tableOid;
 		MemoryContextSwitchTo(oldcxt);
 	}
 	if (TTS_IS_HEAPTUPLE(slot))
@@ -499,14 +554,14 @@ store_tuple(TempIndexScanState *is, TupleTableSlot *slot)
 		 * deformed by a heap tuple slot (which knows the defaults of columns
 		 * added since the row was written); the rest NULL, read by nobody.
 		 */
-		ExecStoreHeapTuple(tuple, is->deformer, false);
-		slot_getsomeattrs(is->deformer, is->deform_natts);
+		ExecStoreHeapTuple(tuple, rows->deformer, false);
+		slot_getsomeattrs(rows->deformer, rows->deform_natts);
 		ExecClearTuple(slot);
-		memcpy(slot->tts_values, is->deformer->tts_values, is->deform_natts * sizeof(Datum));
-		memcpy(slot->tts_isnull, is->deformer->tts_isnull, is->deform_natts * sizeof(bool));
-		if (is->deform_natts < desc->natts)
-			memset(slot->tts_isnull + is->deform_natts, true,
-				   (desc->natts - is->deform_natts) * sizeof(bool));
+		memcpy(slot->tts_values, rows->deformer->tts_values, rows->deform_natts * sizeof(Datum));
+		memcpy(slot->tts_isnull, rows->deformer->tts_isnull, rows->deform_natts * sizeof(bool));
+		if (rows->deform_natts < desc->natts)
+			memset(slot->tts_isnull + rows->deform_natts, true,
+				   (desc->natts - rows->deform_natts) * sizeof(bool));
 		ExecStoreVirtualTuple(slot);
 	}
 }
@@ -515,17 +570,17 @@ store_tuple(TempIndexScanState *is, TupleTableSlot *slot)
  * For a virtual scan slot (PostgreSQL 15): the last column anything reads
  * from the slot, so that a wide row is not deformed whole for two of its
  * columns.  Without a projection the parent reads the slot itself: every
- * column.
+ * column.  custom_exprs holds the conditions rechecked on rows.
  */
 static void
-plan_deform(TempIndexScanState *is)
+plan_deform(TbHeapRows *rows, ScanState *ss)
 {
-	CustomScan *cscan = (CustomScan *) is->css.ss.ps.plan;
-	TupleDesc	desc = RelationGetDescr(is->css.ss.ss_currentRelation);
+	CustomScan *cscan = (CustomScan *) ss->ps.plan;
+	TupleDesc	desc = RelationGetDescr(ss->ss_currentRelation);
 	Bitmapset  *attrs = NULL;
 	int			last = desc->natts;
 
-	if (is->css.ss.ps.ps_ProjInfo != NULL)
+	if (ss->ps.ps_ProjInfo != NULL)
 	{
 		int			attno = -1;
 
@@ -540,9 +595,9 @@ plan_deform(TempIndexScanState *is)
 				last = Max(last, attno + FirstLowInvalidHeapAttributeNumber);
 		}
 	}
-	is->deform_natts = Min(Max(last, 0), desc->natts);
-	is->deformer = ExecAllocTableSlot(&is->css.ss.ps.state->es_tupleTable, desc,
-									  &TTSOpsHeapTuple);
+	rows->deform_natts = Min(Max(last, 0), desc->natts);
+	rows->deformer = ExecAllocTableSlot(&ss->ps.state->es_tupleTable, desc,
+										&TTSOpsHeapTuple);
 }
 
 /*
@@ -626,7 +681,7 @@ index_scan_next(ScanState *ss)
 		{
 			if (!fetch_heap_tuple(is, &tid, ss->ps.state->es_snapshot))
 				continue;
-			store_tuple(is, slot);
+			tb_heap_rows_store(&is->rows, ss, slot);
 		}
 		econtext->ecxt_scantuple = slot;
 		if (is->index_conds && !tb_btree_scan_exact(is->btree) &&
@@ -666,8 +721,7 @@ index_scan_end(CustomScanState *node)
 	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);
-	if (is->toast)
-		tb_toast_reader_close(is->toast);
+	tb_heap_rows_end(&is->rows);
 	if (is->index)
 		index_close(is->index, NoLock);
 }

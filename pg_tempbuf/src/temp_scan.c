@@ -470,7 +470,8 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 }
 
 /*
- * Full scans and Temp Index Scans of ours in the plan flush their tables
+ * Full scans, Temp Index Scans and Temp Bitmap Heap Scans of ours in the
+ * plan flush their tables
  * now, before Gather launches the workers that read the files.
  */
 static bool
@@ -488,6 +489,8 @@ flush_full_scans(PlanState *planstate, void *context)
 	}
 	else if (tb_is_temp_index_scan_state(planstate))
 		tb_temp_index_scan_flush(planstate);
+	else if (tb_is_temp_bitmap_scan_state(planstate))
+		tb_temp_bitmap_scan_flush(planstate);
 	return planstate_tree_walker(planstate, flush_full_scans, context);
 }
 

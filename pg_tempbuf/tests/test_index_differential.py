@@ -18,12 +18,15 @@ ORDER BY ... DESC), ORDER BY ... LIMIT over a join,
 out-of-line values fetched through the index scan; index-only reads (Temp Index Only Scan)
 of a range and of a nested loop's inner side; and scans whose one range the
 participants share (Parallel Temp Index Scan): a range, an ordered read under Gather Merge on
-an ascending and on a DESC NULLS FIRST index and over `= ANY(array)`, a grouped read.  Half of the queries run without
-the leader's participation, so that workers do all of the parallel part.
+an ascending and on a DESC NULLS FIRST index and over `= ANY(array)`, a grouped read; and
+bitmap heap scans (Temp Bitmap Heap Scan, index scans off and bitmap scans on in both runs): an
+OR of two indexed columns, an AND of two ranges, a nested loop's inner side.  Half of the queries
+run without the leader's participation, so that workers do all of the parallel part.
 
-Each run counts the queries whose plan had a Temp Index Scan under a Gather that launched
-workers, those where a worker returned rows from it, those with a shared range and those
-reading the index only, and requires all four; on PostgreSQL 18 also one read backward.
+Each run counts the queries whose plan had a Temp Index (or Bitmap Heap) Scan under a Gather
+that launched workers, those where a worker returned rows from it, those with a shared range,
+those reading the index only, those reading backward and those reading through a bitmap, and
+requires all but the backward ones (required on PostgreSQL 18 only).
 
 PGTB_INDEX_EXAMPLES sets the number of cases (default: a fast subset for `make test`).
 """
@@ -108,7 +111,17 @@ SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "ios_range": ("SELECT t.a, t.id FROM t WHERE t.a BETWEEN {k} - 12 AND {k} ORDER BY t.a, t.id", True, ()),
     "ios_nl": ("SELECT perm.b, t.a, t.id FROM perm JOIN t ON t.a = perm.a AND t.id < perm.b + {k} "
                "WHERE perm.b < {k} * 40", False, ("nestloop",)),
+    # Bitmap heap scans (Temp Bitmap Heap Scan), index scans off: an OR of two indexed columns,
+    # an AND of two ranges, a nested loop's inner side through one index.
+    "bm_or": ("SELECT perm.b, t.id, t.a, t.s FROM perm JOIN t ON t.a = perm.a OR t.id = perm.b + {k} "
+              "WHERE perm.b % 7 = 0", False, ("nestloop",)),
+    "bm_and": ("SELECT perm.b, t.id, t.n FROM perm JOIN t ON t.id BETWEEN perm.b AND perm.b + {k} * 20 "
+               "AND lower(t.s) BETWEEN md5(perm.b::text) AND 'c' WHERE perm.b < {k} * 30", False, ("nestloop",)),
+    "bm_join": ("SELECT perm.b, t.id, t.n, length(t.w) FROM perm JOIN t ON t.a = perm.a AND t.n < perm.b * 2 "
+                "WHERE perm.b < {k} * 30", False, ("nestloop",)),
 }
+# Shapes read through bitmaps: bitmap scans allowed, index scans not.
+BITMAP_SHAPES = {"bm_or", "bm_and", "bm_join"}
 JOIN_SETTINGS = {"nestloop": "enable_nestloop", "mergejoin": "enable_mergejoin", "hashjoin": "enable_hashjoin"}
 
 
@@ -122,8 +135,8 @@ class ShapeQuery:
 
 
 @st.composite
-def shape_query(draw: st.DrawFn) -> ShapeQuery:
-    shape = draw(st.sampled_from(sorted(SHAPES)))
+def shape_query(draw: st.DrawFn, shapes: list[str] | None = None) -> ShapeQuery:
+    shape = draw(st.sampled_from(shapes or sorted(SHAPES)))
     template, ordered, methods = SHAPES[shape]
     return ShapeQuery(shape, template.format(k=draw(st.integers(1, 40))), ordered, methods, draw(st.booleans()))
 
@@ -155,37 +168,43 @@ def case(draw: st.DrawFn) -> Case:
         open_tx=draw(st.lists(statement(True), max_size=3)),
         open_subtx=draw(st.lists(statement(True), max_size=3)),
         rollback_open_subtx=draw(st.booleans()),
-        queries=draw(st.lists(shape_query(), min_size=3, max_size=8)),
+        # One bitmap shape in every case: they are 3 shapes of 24.
+        queries=draw(st.lists(shape_query(), min_size=3, max_size=8))
+        + [draw(shape_query(sorted(BITMAP_SHAPES)))],
     )
 
 
-def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool, bool, bool]:
-    """(a Temp Index (Only) Scan under a Gather that launched workers, a worker returned rows
-    from one, one of them was parallel aware, one was index only, one read backward), from
-    EXPLAIN ANALYZE VERBOSE; the savepoint q is restored when the query fails."""
+def index_scans_in_workers(conn: psycopg.Connection[Any], sql: str) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """(a Temp Index (Only) or Bitmap Heap Scan under a Gather that launched workers, a worker
+    returned rows from one, one of them was parallel aware, one was index only, one read
+    backward, one was a bitmap scan), from EXPLAIN ANALYZE VERBOSE; the savepoint q is restored
+    when the query fails."""
     try:
         row = conn.execute(f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) {sql}").fetchone()
     except psycopg.Error:
         conn.execute("ROLLBACK TO SAVEPOINT q")
-        return False, False, False, False, False
+        return False, False, False, False, False, False
     assert row is not None
     under = False
     in_worker = False
     shared = False
     index_only = False
     backward = False
+    bitmap = False
     pending: list[tuple[dict[str, Any], bool]] = [(row[0][0]["Plan"], False)]
     while pending:
         node, launched = pending.pop()
         launched = launched or node.get("Workers Launched", 0) > 0
-        if str(node.get("Custom Plan Provider", "")).startswith("Temp Index") and launched:
+        provider = str(node.get("Custom Plan Provider", ""))
+        if (provider.startswith("Temp Index") or provider == "Temp Bitmap Heap Scan") and launched:
             under = True
             in_worker = in_worker or any(w.get("Actual Rows", 0) > 0 for w in node.get("Workers", []))
             shared = shared or node.get("Parallel Aware", False)
-            index_only = index_only or node["Custom Plan Provider"] == "Temp Index Only Scan"
+            index_only = index_only or provider == "Temp Index Only Scan"
             backward = backward or node.get("Scan Direction") == "Backward"
+            bitmap = bitmap or provider == "Temp Bitmap Heap Scan"
         pending.extend((child, launched) for child in node.get("Plans", []))
-    return under, in_worker, shared, index_only, backward
+    return under, in_worker, shared, index_only, backward, bitmap
 
 
 def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
@@ -202,11 +221,15 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     shared_ranges = Counter[str]()
     index_only_scans = Counter[str]()
     backward_scans = Counter[str]()
+    bitmap_scans = Counter[str]()
 
     def compare(conn: psycopg.Connection[Any], q: ShapeQuery, c: Case) -> None:
         for name, value in FORCE_PARALLEL.items():
             conn.execute(f"SET {name} = {value}")
-        conn.execute("SET enable_bitmapscan = off")
+        if q.shape in BITMAP_SHAPES:
+            conn.execute("SET enable_indexscan = off")
+        else:
+            conn.execute("SET enable_bitmapscan = off")
         conn.execute("SET min_parallel_index_scan_size = 0")
         if disabled_nodes or not q.join_methods:
             conn.execute("SET enable_seqscan = off")
@@ -223,9 +246,10 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET {name} = off")
         conn.execute("SET pg_tempbuf.parallel_scan = on")
         ran[q.shape] += 1
-        under, in_worker, shared, index_only, backward = index_scans_in_workers(conn, q.sql)
+        under, in_worker, shared, index_only, backward, bitmap = index_scans_in_workers(conn, q.sql)
         index_only_scans[q.shape] += index_only
         backward_scans[q.shape] += backward
+        bitmap_scans[q.shape] += bitmap
         under_gather[q.shape] += under
         in_workers[q.shape] += in_worker
         shared_ranges[q.shape] += shared
@@ -236,7 +260,7 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
         stock = run(conn, q.sql, q.ordered)
         if stock[0] == "error":
             conn.execute("ROLLBACK TO SAVEPOINT q")
-        for name in [*disabled, "enable_seqscan", "enable_bitmapscan", "min_parallel_index_scan_size",
+        for name in [*disabled, "enable_seqscan", "enable_bitmapscan", "enable_indexscan", "min_parallel_index_scan_size",
                      "random_page_cost",
                      "pg_tempbuf.read_page_cost", "parallel_leader_participation"]:
             conn.execute(f"RESET {name}")
@@ -257,19 +281,21 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute("ROLLBACK")
 
     check()
-    print("index differential: queries with a Temp Index Scan under a Gather that launched workers "
-          "/ with rows returned by a worker / with a shared range / index only / backward / run:")
+    print("index differential: queries with a Temp Index (or Bitmap Heap) Scan under a Gather that "
+          "launched workers / with rows returned by a worker / with a shared range / index only / "
+          "backward / bitmap / run:")
     for shape in sorted(ran):
         print(f"  {shape}: {under_gather[shape]} / {in_workers[shape]} / {shared_ranges[shape]} / "
-              f"{index_only_scans[shape]} / {backward_scans[shape]} / {ran[shape]}")
+              f"{index_only_scans[shape]} / {backward_scans[shape]} / {bitmap_scans[shape]} / {ran[shape]}")
     print(f"  total: {sum(under_gather.values())} / {sum(in_workers.values())} / "
           f"{sum(shared_ranges.values())} / {sum(index_only_scans.values())} / "
-          f"{sum(backward_scans.values())} / {sum(ran.values())}")
+          f"{sum(backward_scans.values())} / {sum(bitmap_scans.values())} / {sum(ran.values())}")
 
     assert sum(ran.values()) > 0
     assert sum(in_workers.values()) > 0, "no worker ever returned rows from a Temp Index Scan"
     assert sum(shared_ranges.values()) > 0, "no Temp Index Scan ever shared its range"
     assert sum(index_only_scans.values()) > 0, "no Temp Index Only Scan ran under Gather"
+    assert sum(bitmap_scans.values()) > 0, "no Temp Bitmap Heap Scan ran under Gather"
     # Before 18 a merge join over index scans, costed without disabling, rarely beats the serial
     # plan on these small tables.
     optional = {"anti", "limit"} | (set() if disabled_nodes else {"merge", "limit_desc", "shared_any"})
@@ -279,3 +305,5 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
         # Some shapes go parallel in a quarter of their cases only (before 18): judge on a dozen.
         if count >= 12 and shape not in optional:
             assert under_gather[shape] > 0, f"{shape}: no Temp Index Scan under Gather in {count} queries"
+            if shape in BITMAP_SHAPES:
+                assert bitmap_scans[shape] > 0, f"{shape}: no Temp Bitmap Heap Scan under Gather in {count} queries"

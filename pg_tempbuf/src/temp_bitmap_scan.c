@@ -1,0 +1,590 @@
+/*-------------------------------------------------------------------------
+ *
+ * temp_bitmap_scan.c
+ *	  Temp Bitmap Heap Scan: a bitmap heap scan of a temporary table that
+ *	  runs in parallel workers, "Custom Scan (Temp Bitmap Heap Scan)" in
+ *	  EXPLAIN.
+ *
+ * It stands where core would put a Bitmap Heap Scan over btree indexes
+ * (BitmapAnd and BitmapOr included): the inner side of a join in a
+ * parallel plan, parameterized nested-loop inners too.  It is parallel
+ * safe, not parallel aware: each participant runs the whole scan.
+ *
+ * The plan keeps core's Bitmap Heap Scan plan as its one child in
+ * custom_plans, never executed (as the Temp Index Scan keeps its Index
+ * Scan): its bitmapqualplan tree gives the index scans to run, with their
+ * quals as ExecIndexBuildScanKeys() wants them, and it is what the node
+ * becomes again in a plan that ended up serial (plan_walk.c).  plan.qual
+ * is the stock scan's filter; custom_exprs its bitmapqualorig, evaluated
+ * on the rows of a page the bitmap asks to recheck (lossy, or an index
+ * range wider than its keys, tb_btree_scan_exact()).
+ *
+ * Each participant scans the indexes through btree_reader.c into a
+ * private TIDBitmap (work_mem, lossy beyond), intersects or unites them
+ * as the tree says, then reads the heap pages it names through
+ * page_source.c: the leader its local buffers, workers the files, which
+ * the leader flushes (table, every index, toast) when the executor runs
+ * the plan, before Gather launches anyone.  Rows are found as the Temp
+ * Index Scan finds them (tb_heap_hot_search(), tb_heap_rows_store()).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/parallel.h"
+#include "executor/executor.h"
+#include "executor/nodeIndexscan.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/tidbitmap.h"
+#include "optimizer/optimizer.h"
+#include "portability/instr_time.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+
+#include "pg_tempbuf.h"
+#include TB_EXPLAIN_FORMAT_HEADER
+
+/* custom_private of the plan: positions of its members */
+enum
+{
+	TBP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
+	TBP_EST_FLUSH_COST,
+	TBP_NUM_MEMBERS
+};
+
+/* TIDs handed to tbm_add_tuples() at once */
+#define TID_BATCH	256
+
+/* A node of the stock bitmapqualplan tree: an index scan, an AND, an OR. */
+typedef struct BitmapSource
+{
+	NodeTag		kind;			/* T_BitmapIndexScan, T_BitmapAnd, T_BitmapOr */
+	List	   *children;		/* BitmapSource *, of an AND or an OR */
+
+	/* an index scan */
+	Relation	index;
+	List	   *indexqual;
+	ScanKey		keys;
+	int			nkeys;
+	IndexRuntimeKeyInfo *runtime_keys;
+	int			nruntime_keys;
+	TbPageSource *pages;
+	TbBtreeScan *btree;
+} BitmapSource;
+
+typedef struct TempBitmapScanState
+{
+	CustomScanState css;
+
+	BitmapSource *source;		/* the tree */
+	List	   *indexes;		/* its index scans, BitmapSource *, in order */
+	ExprState  *recheck_conds;	/* bitmapqualorig */
+	ExprContext *runtime_cxt;	/* runtime keys of every index, if any */
+	bool		has_runtime_keys;
+
+	/* the bitmap of the current scan, in bitmap_cxt */
+	MemoryContext bitmap_cxt;
+	bool		built;
+	TbBitmapIterator *iterator;
+	bool		have_page;
+	BlockNumber blkno;
+	bool		recheck;
+	int			noffsets;		/* -1: lossy, every line pointer */
+	int			next;			/* next offset (lossy) or its index */
+	OffsetNumber offsets[MaxHeapTuplesPerPage];
+
+	TbPageSource *heap_pages;
+	TbHeapRows	rows;
+
+	/* leader: the flush when the executor runs the plan */
+	bool		awaits_run;
+	int			est_dirty_pages;
+	double		est_flush_cost;
+	int64		pages_flushed;
+	double		flush_ms;
+	uint64		index_entries;	/* for EXPLAIN, this process's */
+	uint64		exact_pages;
+	uint64		lossy_pages;
+} TempBitmapScanState;
+
+static Node *bitmap_scan_create_state(CustomScan *cscan);
+static void bitmap_scan_begin(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *bitmap_scan_exec(CustomScanState *node);
+static void bitmap_scan_end(CustomScanState *node);
+static void bitmap_scan_rescan(CustomScanState *node);
+static void bitmap_scan_explain(CustomScanState *node, List *ancestors,
+								ExplainState *es);
+
+static const CustomScanMethods bitmap_scan_methods = {
+	.CustomName = TB_TEMP_BITMAP_SCAN_NAME,
+	.CreateCustomScanState = bitmap_scan_create_state,
+};
+
+static const CustomExecMethods bitmap_scan_exec_methods = {
+	.CustomName = TB_TEMP_BITMAP_SCAN_NAME,
+	.BeginCustomScan = bitmap_scan_begin,
+	.ExecCustomScan = bitmap_scan_exec,
+	.EndCustomScan = bitmap_scan_end,
+	.ReScanCustomScan = bitmap_scan_rescan,
+	.ExplainCustomScan = bitmap_scan_explain,
+};
+
+void
+tb_register_temp_bitmap_scan(void)
+{
+	RegisterCustomScanMethods(&bitmap_scan_methods);
+}
+
+bool
+tb_is_temp_bitmap_scan(Plan *plan)
+{
+	return IsA(plan, CustomScan) &&
+		((CustomScan *) plan)->methods == &bitmap_scan_methods;
+}
+
+bool
+tb_is_temp_bitmap_scan_state(PlanState *planstate)
+{
+	return IsA(planstate, CustomScanState) &&
+		((CustomScanState *) planstate)->methods == &bitmap_scan_exec_methods;
+}
+
+/* The Bitmap Heap Scan plan a Temp Bitmap Heap Scan carries. */
+Plan *
+tb_temp_bitmap_scan_stock_plan(CustomScan *cscan)
+{
+	return linitial(cscan->custom_plans);
+}
+
+Plan *
+tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
+							  int est_dirty_pages, double est_flush_cost)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = stock->scan.plan.qual;
+	cscan->scan.scanrelid = stock->scan.scanrelid;
+	cscan->flags = 0;
+	cscan->custom_plans = list_make1(stock);
+	cscan->custom_exprs = copyObject(stock->bitmapqualorig);
+	cscan->custom_private = list_make2(makeInteger(est_dirty_pages),
+									   makeString(psprintf("%.2f", est_flush_cost)));
+	cscan->methods = &bitmap_scan_methods;
+	return &cscan->scan.plan;
+}
+
+static Node *
+bitmap_scan_create_state(CustomScan *cscan)
+{
+	TempBitmapScanState *bs = palloc0(sizeof(TempBitmapScanState));
+
+	NodeSetTag(bs, T_CustomScanState);
+	bs->css.flags = cscan->flags;
+	bs->css.methods = &bitmap_scan_exec_methods;
+	/* Rows point into pages the scan keeps (a pinned buffer, a copy). */
+	TbSetScanSlotOps(&bs->css, &TTSOpsHeapTuple);
+	bs->est_dirty_pages = intVal(list_nth(cscan->custom_private, TBP_EST_DIRTY_PAGES));
+	bs->est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
+												 TBP_EST_FLUSH_COST)), NULL);
+	return (Node *) bs;
+}
+
+/* The state of plan, a node of the bitmapqualplan tree, and its children. */
+static BitmapSource *
+init_source(TempBitmapScanState *bs, Plan *plan, EState *estate,
+			LOCKMODE lockmode, bool explain_only)
+{
+	BitmapSource *src = palloc0(sizeof(BitmapSource));
+	List	   *children = NIL;
+	ListCell   *lc;
+
+	src->kind = nodeTag(plan);
+	switch (nodeTag(plan))
+	{
+		case T_BitmapAnd:
+			children = ((BitmapAnd *) plan)->bitmapplans;
+			break;
+		case T_BitmapOr:
+			children = ((BitmapOr *) plan)->bitmapplans;
+			break;
+		case T_BitmapIndexScan:
+			{
+				BitmapIndexScan *bis = (BitmapIndexScan *) plan;
+				IndexArrayKeyInfo *array_keys;
+				int			narray_keys;
+
+				src->index = index_open(bis->indexid, lockmode);
+				src->indexqual = bis->indexqual;
+				bs->indexes = lappend(bs->indexes, src);
+				if (explain_only)
+					break;
+				/* As ExecInitBitmapIndexScan() does; btree takes arrays itself. */
+				ExecIndexBuildScanKeys(&bs->css.ss.ps, src->index, bis->indexqual, false,
+									   &src->keys, &src->nkeys,
+									   &src->runtime_keys, &src->nruntime_keys,
+									   &array_keys, &narray_keys);
+				if (narray_keys > 0)
+					elog(ERROR, "Temp Bitmap Heap Scan of index \"%s\" got array keys it cannot evaluate",
+						 RelationGetRelationName(src->index));
+				bs->has_runtime_keys |= src->nruntime_keys > 0;
+				src->pages = tb_page_source_create(estate->es_query_cxt);
+				src->btree = tb_btree_scan_begin(src->index, src->pages,
+												 estate->es_query_cxt);
+				break;
+			}
+		default:
+			elog(ERROR, "unrecognized node type in a bitmap tree: %d",
+				 (int) nodeTag(plan));
+	}
+	foreach(lc, children)
+		src->children = lappend(src->children,
+								init_source(bs, lfirst(lc), estate, lockmode,
+											explain_only));
+	return src;
+}
+
+static void
+bitmap_scan_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	BitmapHeapScan *stock = castNode(BitmapHeapScan, linitial(cscan->custom_plans));
+	LOCKMODE	lockmode = exec_rt_fetch(cscan->scan.scanrelid, estate)->rellockmode;
+	bool		explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
+
+	bs->recheck_conds = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
+	bs->source = init_source(bs, stock->scan.plan.lefttree, estate, lockmode,
+							 explain_only);
+	if (explain_only)
+		return;
+	if (bs->has_runtime_keys)
+	{
+		ExprContext *stdecontext = node->ss.ps.ps_ExprContext;
+
+		ExecAssignExprContext(estate, &node->ss.ps);
+		bs->runtime_cxt = node->ss.ps.ps_ExprContext;
+		node->ss.ps.ps_ExprContext = stdecontext;
+	}
+	bs->bitmap_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										   "Temp Bitmap Heap Scan bitmap",
+										   ALLOCSET_DEFAULT_SIZES);
+	bs->heap_pages = tb_page_source_create(estate->es_query_cxt);
+	tb_heap_rows_init(&bs->rows, &node->ss, TB_TEMP_BITMAP_SCAN_NAME, true);
+
+	/* As the Temp Index Scan: the leader flushes when the plan runs. */
+	if (!IsParallelWorker())
+	{
+		bs->awaits_run = true;
+		tb_scans_awaiting_run++;
+	}
+}
+
+/* Leader: put the table, its indexes and its toast relation on disk. */
+void
+tb_temp_bitmap_scan_flush(PlanState *planstate)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) planstate;
+	Relation	rel = bs->css.ss.ss_currentRelation;
+	TbRelFileId heap_file = TbRelationFileId(rel);
+	instr_time	start;
+	instr_time	duration;
+	ListCell   *lc;
+
+	if (!bs->awaits_run)
+		return;
+	INSTR_TIME_SET_CURRENT(start);
+	bs->pages_flushed += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
+	foreach(lc, bs->indexes)
+	{
+		BitmapSource *src = lfirst(lc);
+		TbRelFileId index_file = TbRelationFileId(src->index);
+
+		bs->pages_flushed += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+	}
+	bs->pages_flushed += tb_toast_flush(rel);
+	INSTR_TIME_SET_CURRENT(duration);
+	INSTR_TIME_SUBTRACT(duration, start);
+	bs->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+	bs->awaits_run = false;
+	tb_scans_awaiting_run--;
+}
+
+/* The TIDs src's index entries hold, or its children's, combined. */
+static TIDBitmap *
+build_bitmap(TempBitmapScanState *bs, BitmapSource *src)
+{
+	TIDBitmap  *tbm;
+	ListCell   *lc;
+
+	if (src->kind == T_BitmapIndexScan)
+	{
+		ItemPointerData tids[TID_BATCH];
+		int			ntids = 0;
+		bool		recheck;
+
+		tbm = tbm_create(work_mem * 1024L, NULL);
+		tb_btree_scan_set_keys(src->btree, src->keys, src->nkeys);
+		/* A range wider than the keys: its rows are checked again. */
+		recheck = !tb_btree_scan_exact(src->btree);
+		while (tb_btree_scan_next(src->btree, &tids[ntids]))
+		{
+			bs->index_entries++;
+			if (++ntids == TID_BATCH)
+			{
+				CHECK_FOR_INTERRUPTS();
+				tbm_add_tuples(tbm, tids, ntids, recheck);
+				ntids = 0;
+			}
+		}
+		if (ntids > 0)
+			tbm_add_tuples(tbm, tids, ntids, recheck);
+		return tbm;
+	}
+
+	tbm = build_bitmap(bs, linitial(src->children));
+	for_each_from(lc, src->children, 1)
+	{
+		TIDBitmap  *other;
+
+		/* As core's BitmapAnd: nothing more can match an empty AND. */
+		if (src->kind == T_BitmapAnd && tbm_is_empty(tbm))
+			break;
+		other = build_bitmap(bs, lfirst(lc));
+		if (src->kind == T_BitmapAnd)
+			tbm_intersect(tbm, other);
+		else
+			tbm_union(tbm, other);
+		tbm_free(other);
+	}
+	return tbm;
+}
+
+/* The bitmap of this scan, with the keys of this rescan. */
+static void
+start_bitmap(TempBitmapScanState *bs)
+{
+	MemoryContext oldcxt;
+	ListCell   *lc;
+
+	if (bs->has_runtime_keys)
+	{
+		ResetExprContext(bs->runtime_cxt);
+		foreach(lc, bs->indexes)
+		{
+			BitmapSource *src = lfirst(lc);
+
+			if (src->nruntime_keys > 0)
+				ExecIndexEvalRuntimeKeys(bs->runtime_cxt, src->runtime_keys,
+										 src->nruntime_keys);
+		}
+	}
+	MemoryContextReset(bs->bitmap_cxt);
+	oldcxt = MemoryContextSwitchTo(bs->bitmap_cxt);
+	bs->iterator = TbBitmapBeginIterate(build_bitmap(bs, bs->source));
+	MemoryContextSwitchTo(oldcxt);
+	bs->have_page = false;
+	bs->built = true;
+}
+
+/* The next visible row of the current page into bs->rows, if any. */
+static bool
+next_row_on_page(TempBitmapScanState *bs, Snapshot snapshot)
+{
+	Relation	rel = bs->css.ss.ss_currentRelation;
+	Page		page = tb_page_source_get(bs->heap_pages, rel, bs->blkno);
+
+	if (bs->noffsets < 0)
+	{
+		/* Lossy: every tuple of the page, each one its chain's visible member or not. */
+		while (bs->next <= PageGetMaxOffsetNumber(page))
+		{
+			OffsetNumber offnum = bs->next++;
+
+			if (tb_heap_tuple_at(&bs->rows, rel, page, bs->blkno, offnum, snapshot))
+				return true;
+		}
+		return false;
+	}
+	while (bs->next < bs->noffsets)
+	{
+		OffsetNumber offnum = bs->offsets[bs->next++];
+
+		if (tb_heap_hot_search(&bs->rows, rel, page, bs->blkno, offnum, snapshot))
+			return true;
+	}
+	return false;
+}
+
+static TupleTableSlot *
+bitmap_scan_next(ScanState *ss)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) ss;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	ExprContext *econtext = ss->ps.ps_ExprContext;
+	Snapshot	snapshot = ss->ps.state->es_snapshot;
+
+	/* A leader that has not run the plan yet (a subplan, say): nothing read. */
+	if (bs->awaits_run)
+		tb_temp_bitmap_scan_flush(&ss->ps);
+	if (!bs->built)
+		start_bitmap(bs);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!bs->have_page)
+		{
+			if (!TbBitmapNextPage(bs->iterator, &bs->blkno, bs->offsets,
+								  &bs->noffsets, &bs->recheck))
+				return ExecClearTuple(slot);
+			if (bs->noffsets < 0)
+			{
+				bs->lossy_pages++;
+				bs->next = FirstOffsetNumber;
+			}
+			else
+			{
+				bs->exact_pages++;
+				bs->next = 0;
+			}
+			bs->have_page = true;
+		}
+		if (!next_row_on_page(bs, snapshot))
+		{
+			bs->have_page = false;
+			continue;
+		}
+		tb_heap_rows_store(&bs->rows, ss, slot);
+		econtext->ecxt_scantuple = slot;
+		if (bs->recheck && bs->recheck_conds &&
+			!ExecQual(bs->recheck_conds, econtext))
+		{
+			InstrCountFiltered2(&ss->ps, 1);
+			ResetExprContext(econtext);
+			continue;
+		}
+		return slot;
+	}
+}
+
+static bool
+bitmap_scan_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+bitmap_scan_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, bitmap_scan_next, bitmap_scan_recheck);
+}
+
+static void
+bitmap_scan_end(CustomScanState *node)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	ListCell   *lc;
+
+	if (bs->awaits_run)
+	{
+		tb_scans_awaiting_run--;
+		bs->awaits_run = false;
+	}
+	if (bs->heap_pages)
+		tb_page_source_close(bs->heap_pages);
+	tb_heap_rows_end(&bs->rows);
+	foreach(lc, bs->indexes)
+	{
+		BitmapSource *src = lfirst(lc);
+
+		if (src->pages)
+			tb_page_source_close(src->pages);
+		index_close(src->index, NoLock);
+	}
+}
+
+/* New keys, or a new pass: the bitmap is made again. */
+static void
+bitmap_scan_rescan(CustomScanState *node)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+
+	bs->built = false;
+	ExecScanReScan(&node->ss);
+}
+
+/* "a AND (b OR c)": the indexes of the tree, as core's plan nests them. */
+static void
+describe_source(BitmapSource *src, StringInfo out, bool nested)
+{
+	ListCell   *lc;
+
+	if (src->kind == T_BitmapIndexScan)
+	{
+		appendStringInfoString(out, quote_identifier(RelationGetRelationName(src->index)));
+		return;
+	}
+	if (nested)
+		appendStringInfoChar(out, '(');
+	foreach(lc, src->children)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(out, src->kind == T_BitmapAnd ? " AND " : " OR ");
+		describe_source(lfirst(lc), out, true);
+	}
+	if (nested)
+		appendStringInfoChar(out, ')');
+}
+
+static void
+bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	StringInfoData indexes;
+
+	initStringInfo(&indexes);
+	describe_source(bs->source, &indexes, false);
+	ExplainPropertyText("Bitmap Indexes", indexes.data, es);
+	if (cscan->custom_exprs)
+	{
+		List	   *context = set_deparse_context_plan(es->deparse_cxt,
+													   node->ss.ps.plan, ancestors);
+		Node	   *conds = (Node *) make_ands_explicit(cscan->custom_exprs);
+
+		ExplainPropertyText("Recheck Cond",
+							deparse_expression(conds, context, es->verbose, false),
+							es);
+	}
+	if (es->costs)
+	{
+		ExplainPropertyInteger("Flush Estimate Pages", NULL, bs->est_dirty_pages, es);
+		ExplainPropertyFloat("Flush Estimate Cost", NULL, bs->est_flush_cost, 2, es);
+	}
+	if (!es->analyze || bs->heap_pages == NULL)
+		return;
+	ExplainPropertyInteger("Pages Flushed", NULL, bs->pages_flushed, es);
+	if (es->timing)
+		ExplainPropertyFloat("Flush Time", "ms", bs->flush_ms, 3, es);
+	/* Workers' figures stay in the workers, as the Temp Index Scan's. */
+	ExplainPropertyInteger("Leader Index Entries", NULL, bs->index_entries, es);
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		char	   *blocks = psprintf("exact=" UINT64_FORMAT " lossy=" UINT64_FORMAT,
+									  bs->exact_pages, bs->lossy_pages);
+
+		ExplainPropertyText("Leader Heap Blocks", blocks, es);
+	}
+	else
+	{
+		ExplainPropertyInteger("Leader Exact Heap Blocks", NULL, bs->exact_pages, es);
+		ExplainPropertyInteger("Leader Lossy Heap Blocks", NULL, bs->lossy_pages, es);
+	}
+}
