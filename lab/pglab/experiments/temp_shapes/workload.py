@@ -71,6 +71,10 @@ SHAPES: tuple[Shape, ...] = (
           ("indexed",),
           "SELECT count(*), sum(b.amount) FROM big b JOIN {p}indexed i ON i.grp = b.key % 1000 AND i.id < 5000 "
           "WHERE b.amount < 10"),
+    Shape("bitmap_or_join", "a join reading the indexed temp side through a BitmapOr of two of its indexes",
+          ("indexed",),
+          "SELECT count(*), sum(i.v) FROM big b JOIN {p}indexed i ON i.id = b.key * 7 OR i.v = b.key "
+          "WHERE b.amount = 7.5 AND b.id < 1000000"),
 )
 SHAPE_NAMES = tuple(s.name for s in SHAPES)
 
@@ -105,7 +109,8 @@ def table_setup(name: str, config: Config, sizes: Sizes) -> list[str]:
         return [f"CREATE {kind} TABLE {t} (id int PRIMARY KEY, grp int NOT NULL, v int NOT NULL, note text)",
                 f"INSERT INTO {t} SELECT g, g % 1000, (g::bigint * 7919 % 10007)::int, md5(g::text) "
                 f"FROM generate_series(1, {sizes.facts_rows}) g",
-                f"CREATE INDEX ON {t} (grp, id)"]
+                f"CREATE INDEX ON {t} (grp, id)",
+                f"CREATE INDEX ON {t} (v)"]
     if name == "parts":
         # A partitioned table has no storage: UNLOGGED applies to its partitions (PostgreSQL 18
         # refuses UNLOGGED on the parent); a temporary parent needs temporary partitions.
