@@ -80,7 +80,7 @@ _PG_init(void)
 
 	DefineCustomBoolVariable("pg_tempbuf.index_scan",
 							 "Lets the planner read temporary tables through their btree indexes in parallel plans.",
-							 "Offers Temp Index Scan paths, when pg_tempbuf.parallel_scan is on too.",
+							 "Offers Temp Index Scan, Temp Index Only Scan and Temp Bitmap Heap Scan paths, when pg_tempbuf.parallel_scan is on too.",
 							 &tb_index_scan_enabled,
 							 tb_index_scan_enabled,
 							 PGC_USERSET, 0,
