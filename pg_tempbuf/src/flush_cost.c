@@ -23,9 +23,11 @@
  */
 #include "postgres.h"
 
+#include "nodes/extensible.h"
 #include "optimizer/optimizer.h"
 
 #include "pg_tempbuf.h"
+#include TB_EXPLAIN_FORMAT_HEADER
 
 /*
  * Estimated cost of flushing rel's dirty main-fork pages (what a scan of
@@ -133,4 +135,25 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	else
 		write_cost = tb_write_page_cost * price->dirty_pages * worker_share;
 	*run = Max(write_cost - cpu_run_cost, write_cost / divisor) + read_cost;
+}
+
+/*
+ * EXPLAIN of a scan whose leader flushes before workers read: the flush the
+ * planner priced (with COSTS), and with ANALYZE the one that happened.
+ */
+void
+tb_explain_flush_estimate(ExplainState *es, int est_dirty_pages, double est_flush_cost)
+{
+	if (!es->costs)
+		return;
+	ExplainPropertyInteger("Flush Estimate Pages", NULL, est_dirty_pages, es);
+	ExplainPropertyFloat("Flush Estimate Cost", NULL, est_flush_cost, 2, es);
+}
+
+void
+tb_explain_flush_done(ExplainState *es, int64 pages_flushed, double flush_ms)
+{
+	ExplainPropertyInteger("Pages Flushed", NULL, pages_flushed, es);
+	if (es->timing)
+		ExplainPropertyFloat("Flush Time", "ms", flush_ms, 3, es);
 }

@@ -154,6 +154,11 @@ extern double tb_priced_flush(const TbScanPrice *price);
 extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 									int parallel_workers, double divisor,
 									Cost cpu_run_cost, Cost *startup, Cost *run);
+struct ExplainState;
+extern void tb_explain_flush_estimate(struct ExplainState *es, int est_dirty_pages,
+									  double est_flush_cost);
+extern void tb_explain_flush_done(struct ExplainState *es, int64 pages_flushed,
+								  double flush_ms);
 
 /* page_reader.c: private page copies */
 extern int	tb_read_page(Relation rel, ForkNumber fork, BlockNumber blkno,
@@ -317,6 +322,8 @@ extern bool tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page,
 extern void tb_heap_rows_store(TbHeapRows *rows, ScanState *ss,
 							   TupleTableSlot *slot);
 extern void tb_heap_rows_end(TbHeapRows *rows);
+extern void tb_explain_scan_conds(CustomScanState *node, List *ancestors,
+								  struct ExplainState *es, const char *label);
 
 /*
  * temp_index_scan.c: the Temp Index Scan executor node, "Custom Scan (Temp

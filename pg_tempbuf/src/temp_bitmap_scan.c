@@ -547,32 +547,16 @@ static void
 bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	TempBitmapScanState *bs = (TempBitmapScanState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	StringInfoData indexes;
 
 	initStringInfo(&indexes);
 	describe_source(bs->source, &indexes, false);
 	ExplainPropertyText("Bitmap Indexes", indexes.data, es);
-	if (cscan->custom_exprs)
-	{
-		List	   *context = set_deparse_context_plan(es->deparse_cxt,
-													   node->ss.ps.plan, ancestors);
-		Node	   *conds = (Node *) make_ands_explicit(cscan->custom_exprs);
-
-		ExplainPropertyText("Recheck Cond",
-							deparse_expression(conds, context, es->verbose, false),
-							es);
-	}
-	if (es->costs)
-	{
-		ExplainPropertyInteger("Flush Estimate Pages", NULL, bs->est_dirty_pages, es);
-		ExplainPropertyFloat("Flush Estimate Cost", NULL, bs->est_flush_cost, 2, es);
-	}
+	tb_explain_scan_conds(node, ancestors, es, "Recheck Cond");
+	tb_explain_flush_estimate(es, bs->est_dirty_pages, bs->est_flush_cost);
 	if (!es->analyze || bs->heap_pages == NULL)
 		return;
-	ExplainPropertyInteger("Pages Flushed", NULL, bs->pages_flushed, es);
-	if (es->timing)
-		ExplainPropertyFloat("Flush Time", "ms", bs->flush_ms, 3, es);
+	tb_explain_flush_done(es, bs->pages_flushed, bs->flush_ms);
 	/* Workers' figures stay in the workers, as the Temp Index Scan's. */
 	ExplainPropertyInteger("Leader Index Entries", NULL, bs->index_entries, es);
 	if (es->format == EXPLAIN_FORMAT_TEXT)

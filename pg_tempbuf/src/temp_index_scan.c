@@ -862,36 +862,41 @@ per_participant(TempIndexScanState *is, uint64 leader, size_t field)
 	return buf.data;
 }
 
+/*
+ * The index conditions a scan of ours checks on its rows (custom_exprs),
+ * as one condition under label, as core shows its Index Cond or Recheck
+ * Cond.
+ */
+void
+tb_explain_scan_conds(CustomScanState *node, List *ancestors, ExplainState *es,
+					  const char *label)
+{
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *context;
+
+	if (cscan->custom_exprs == NIL)
+		return;
+	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
+	ExplainPropertyText(label,
+						deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
+										   context, es->verbose, false),
+						es);
+}
+
 static void
 index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	TempIndexScanState *is = (TempIndexScanState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 
 	ExplainPropertyText("Index Name", RelationGetRelationName(is->index), es);
 	/* Core's word for it ("Index Scan Backward" in text). */
 	if (is->backward)
 		ExplainPropertyText("Scan Direction", "Backward", es);
-	if (cscan->custom_exprs)
-	{
-		List	   *context = set_deparse_context_plan(es->deparse_cxt,
-													   node->ss.ps.plan, ancestors);
-		Node	   *conds = (Node *) make_ands_explicit(cscan->custom_exprs);
-
-		ExplainPropertyText("Index Cond",
-							deparse_expression(conds, context, es->verbose, false),
-							es);
-	}
-	if (es->costs)
-	{
-		ExplainPropertyInteger("Flush Estimate Pages", NULL, is->est_dirty_pages, es);
-		ExplainPropertyFloat("Flush Estimate Cost", NULL, is->est_flush_cost, 2, es);
-	}
+	tb_explain_scan_conds(node, ancestors, es, "Index Cond");
+	tb_explain_flush_estimate(es, is->est_dirty_pages, is->est_flush_cost);
 	if (!es->analyze || is->pages == NULL)
 		return;
-	ExplainPropertyInteger("Pages Flushed", NULL, is->pages_flushed, es);
-	if (es->timing)
-		ExplainPropertyFloat("Flush Time", "ms", is->flush_ms, 3, es);
+	tb_explain_flush_done(es, is->pages_flushed, is->flush_ms);
 	/* A full scan's workers keep their counts: it has no shared memory. */
 	if (is->worker_totals == NULL)
 	{

@@ -598,11 +598,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	uint64		leader_pages = 0;
 
 	ExplainPropertyText("Scan Mode", ts->partial ? "partial" : "full", es);
-	if (es->costs)
-	{
-		ExplainPropertyInteger("Flush Estimate Pages", NULL, ts->est_dirty_pages, es);
-		ExplainPropertyFloat("Flush Estimate Cost", NULL, ts->est_flush_cost, 2, es);
-	}
+	tb_explain_flush_estimate(es, ts->est_dirty_pages, ts->est_flush_cost);
 	if (!es->analyze)
 		return;
 
@@ -610,9 +606,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Flush Mode", flush_mode_names[ts->flush_mode], es);
 	if (ts->page_source)
 		ExplainPropertyText("Page Source", ts->page_source, es);
-	ExplainPropertyInteger("Pages Flushed", NULL, ts->pages_flushed, es);
-	if (es->timing)
-		ExplainPropertyFloat("Flush Time", "ms", ts->flush_ms, 3, es);
+	tb_explain_flush_done(es, ts->pages_flushed, ts->flush_ms);
 	if (ts->leader_only_reason)
 		ExplainPropertyText("Leader Only", ts->leader_only_reason, es);
 	if (ts->pages_pinned > 0)
