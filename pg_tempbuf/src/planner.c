@@ -640,34 +640,49 @@ index_returns_columns(IndexOptInfo *index)
 	return ok;
 }
 
-/* Our path around the stock index path ipath. */
+/*
+ * Our parallel-safe path around core's stock (index or bitmap heap) path:
+ * the same rows, order and parameterization, core's cost plus the flush
+ * price and reads, the private reads beyond core's price, both borne by
+ * each of loop_count rescans in their share.  Core plans the stock path
+ * into the plan our node carries (custom_plans).
+ */
 static CustomPath *
-make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
-					 const TbScanPrice *price, double loop_count)
+make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
+				   Cost reads, double loop_count, const CustomPathMethods *methods)
 {
 	TempIndexPath *tpath = palloc0(sizeof(TempIndexPath));
 	CustomPath *cpath = &tpath->cpath;
 	Cost		flush = tb_priced_flush(price);
-	Cost		reads = private_reads(root, rel, ipath, loop_count);
 
 	NodeSetTag(cpath, T_CustomPath);
 	tpath->est_dirty_pages = price->dirty_pages;
 	tpath->est_flush_cost = flush;
 	cpath->path.pathtype = T_CustomScan;
 	cpath->path.parent = rel;
-	cpath->path.pathtarget = ipath->path.pathtarget;
-	cpath->path.param_info = ipath->path.param_info;
-	cpath->path.parallel_aware = ipath->path.parallel_aware;
+	cpath->path.pathtarget = stock->pathtarget;
+	cpath->path.param_info = stock->param_info;
+	cpath->path.parallel_aware = stock->parallel_aware;
 	cpath->path.parallel_safe = true;
-	cpath->path.parallel_workers = ipath->path.parallel_workers;
-	cpath->path.rows = ipath->path.rows;
-	cpath->path.pathkeys = ipath->path.pathkeys;
-	TbCopyDisabledNodes(&cpath->path, &ipath->path);
-	cpath->path.startup_cost = ipath->path.startup_cost + flush / loop_count;
-	cpath->path.total_cost = ipath->path.total_cost + (flush + reads) / loop_count;
-	cpath->custom_paths = list_make1(ipath);
-	cpath->methods = &temp_index_path_methods;
+	cpath->path.parallel_workers = stock->parallel_workers;
+	cpath->path.rows = stock->rows;
+	cpath->path.pathkeys = stock->pathkeys;
+	TbCopyDisabledNodes(&cpath->path, stock);
+	cpath->path.startup_cost = stock->startup_cost + flush / loop_count;
+	cpath->path.total_cost = stock->total_cost + (flush + reads) / loop_count;
+	cpath->custom_paths = list_make1(stock);
+	cpath->methods = methods;
 	return cpath;
+}
+
+/* Our path around the stock index path ipath. */
+static CustomPath *
+make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
+					 const TbScanPrice *price, double loop_count)
+{
+	return make_wrapping_path(rel, &ipath->path, price,
+							  private_reads(root, rel, ipath, loop_count),
+							  loop_count, &temp_index_path_methods);
 }
 
 /*
@@ -825,9 +840,6 @@ add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pri
 		TbScanPrice bitmap_price = *price;
 		List	   *indexoids = NIL;
 		double		index_pages = 0.0;
-		TempIndexPath *tpath;
-		CustomPath *cpath;
-		Cost		flush;
 		Cost		reads = 0.0;
 
 		if (bpath->path.param_info &&
@@ -845,28 +857,9 @@ add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pri
 
 			reads = tb_read_page_cost * (heap_pages + index_pages);
 		}
-		flush = tb_priced_flush(&bitmap_price);
-
-		tpath = palloc0(sizeof(TempIndexPath));
-		cpath = &tpath->cpath;
-		NodeSetTag(cpath, T_CustomPath);
-		tpath->est_dirty_pages = bitmap_price.dirty_pages;
-		tpath->est_flush_cost = flush;
-		cpath->path.pathtype = T_CustomScan;
-		cpath->path.parent = rel;
-		cpath->path.pathtarget = bpath->path.pathtarget;
-		cpath->path.param_info = bpath->path.param_info;
-		cpath->path.parallel_aware = false;
-		cpath->path.parallel_safe = true;
-		cpath->path.parallel_workers = 0;
-		cpath->path.rows = bpath->path.rows;
-		cpath->path.pathkeys = NIL;
-		TbCopyDisabledNodes(&cpath->path, &bpath->path);
-		cpath->path.startup_cost = bpath->path.startup_cost + flush / loop_count;
-		cpath->path.total_cost = bpath->path.total_cost + (flush + reads) / loop_count;
-		cpath->custom_paths = list_make1(bpath);
-		cpath->methods = &temp_bitmap_path_methods;
-		add_path(rel, &cpath->path);
+		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
+		add_path(rel, &make_wrapping_path(rel, &bpath->path, &bitmap_price, reads,
+										  loop_count, &temp_bitmap_path_methods)->path);
 
 		/* As add_temp_index_paths(). */
 		if (planned_alone(root))
@@ -991,22 +984,30 @@ plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 }
 
 /*
- * Core plans the stock index path into the Index Scan (custom_plans) that
- * our node carries; a gating Result, should core put one above it, is ours
- * to have instead.
+ * The plan core made of our path's stock path (custom_plans), which our
+ * node carries: a gating Result, should core put one above it, is ours to
+ * have instead.
  */
+static Plan *
+stock_plan(List *custom_plans)
+{
+	Plan	   *stock = linitial(custom_plans);
+
+	if (IsA(stock, Result) && stock->lefttree)
+		stock = stock->lefttree;
+	stock->parallel_safe = true;
+	return stock;
+}
+
+/* Our node around core's Index Scan (or Index Only Scan). */
 static Plan *
 plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 					 List *tlist, List *clauses, List *custom_plans)
 {
 	TempIndexPath *tpath = (TempIndexPath *) best_path;
-	Plan	   *stock = linitial(custom_plans);
+	Plan	   *stock = stock_plan(custom_plans);
 	IndexPath  *ipath = linitial(best_path->custom_paths);
 	List	   *indexqualorig = NIL;
-
-	if (IsA(stock, Result) && stock->lefttree)
-		stock = stock->lefttree;
-	stock->parallel_safe = true;
 
 	/* The index conditions as the query wrote them: see create_indexscan_plan(). */
 	if (IsA(stock, IndexScan))
@@ -1149,21 +1150,14 @@ tb_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 	list_free(safe_paths);
 }
 
-/*
- * Core plans the stock bitmap heap path into the Bitmap Heap Scan (with
- * its index scans under it) that our node carries; a gating Result is
- * ours to have instead, as for the Temp Index Scan.
- */
+/* Our node around core's Bitmap Heap Scan (its index scans under it). */
 static Plan *
 plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 					  List *tlist, List *clauses, List *custom_plans)
 {
 	TempIndexPath *tpath = (TempIndexPath *) best_path;
-	Plan	   *stock = linitial(custom_plans);
+	Plan	   *stock = stock_plan(custom_plans);
 
-	if (IsA(stock, Result) && stock->lefttree)
-		stock = stock->lefttree;
-	stock->parallel_safe = true;
 	return tb_make_temp_bitmap_scan_plan(castNode(BitmapHeapScan, stock), tlist,
 										 tpath->est_dirty_pages,
 										 tpath->est_flush_cost);
