@@ -64,6 +64,7 @@ SELECT pg_flush_local_buffers() >= 0 AS flushed;
 -- neither on this machine's costs nor on how many pages a step dirtied.
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
+SET pg_tempbuf.parallel_margin = 0;  -- tested on its own in parallel_scan
 SET min_parallel_table_scan_size = 0;
 SET pg_tempbuf.write_page_cost = 0;
 SET pg_tempbuf.buffer_scan_cost = 0;

@@ -52,6 +52,7 @@ ANALYZE perm;
 -- priced below.
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
+SET pg_tempbuf.parallel_margin = 0;  -- tested on its own below
 SET min_parallel_table_scan_size = 0;
 SET pg_tempbuf.read_page_cost = 0;
 SET pg_tempbuf.write_page_cost = 5;
@@ -75,6 +76,15 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
 SELECT pg_evict_local_buffers('t') > 0 AS evicted;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
 SET pg_tempbuf.read_page_cost = 0;
+
+-- The margin: a plan in workers must beat the serial one by that share of
+-- the table's serial read.  Free workers win by well under ten times it.
+SET pg_tempbuf.parallel_margin = 10;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+SET pg_tempbuf.parallel_margin = 0;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+SET pg_tempbuf.parallel_margin = -0.1;
+SET pg_tempbuf.parallel_margin = 0;
 
 -- Make every eligible scan parallel for the rest of the file.
 SET pg_tempbuf.write_page_cost = 0;

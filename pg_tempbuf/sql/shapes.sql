@@ -80,6 +80,7 @@ END $$;
 SELECT pg_flush_local_buffers() >= 0 AS flushed;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
+SET pg_tempbuf.parallel_margin = 0;  -- tested on its own in parallel_scan
 SET min_parallel_table_scan_size = '1MB';
 
 -- A small temporary table on the inner side of a join: every participant
@@ -214,3 +215,25 @@ RESET pg_tempbuf.parallel_scan;
 RESET plan_cache_mode;
 
 DROP TABLE big;
+
+-- Planning stays stock where no worker can pay for itself (worker_gate.c):
+-- joins of small tables, a point lookup or a short range of a big one.
+-- A big permanent table still drives workers over a small temporary one,
+-- at default costs.
+CREATE TEMP TABLE tiny AS SELECT g AS k, g * 2 AS w FROM generate_series(1, 10) g;
+ANALYZE tiny;
+CREATE TEMP TABLE keyed_big AS SELECT g AS k, g % 7 AS w FROM generate_series(1, 300000) g;
+CREATE INDEX ON keyed_big (k);
+ANALYZE keyed_big;
+CREATE TABLE wide AS SELECT g AS id, g % 10 + 1 AS k, md5(g::text) AS pad FROM generate_series(1, 300000) g;
+ANALYZE wide;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+EXPLAIN (COSTS OFF) SELECT sum(tiny.w) FROM tiny JOIN stage USING (k);
+EXPLAIN (COSTS OFF) SELECT count(*) FROM keyed_big b JOIN tiny t USING (k) WHERE b.k BETWEEN 5 AND 25;
+SELECT * FROM both_ways('SELECT count(*) FROM keyed_big b JOIN tiny t USING (k) WHERE b.k BETWEEN 5 AND 25');
+SELECT plan_summary('SELECT count(*), max(w.pad) FROM wide w JOIN tiny t USING (k) WHERE w.pad LIKE ''%ab%''');
+SELECT * FROM both_ways('SELECT count(*), max(w.pad) FROM wide w JOIN tiny t USING (k) WHERE w.pad LIKE ''%ab%''');
+SELECT workers_launched('SELECT count(*), max(w.pad) FROM wide w JOIN tiny t USING (k) WHERE w.pad LIKE ''%ab%''');
+DROP TABLE wide;

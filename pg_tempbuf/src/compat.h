@@ -208,6 +208,18 @@ TbPinLocalBuffer(BufferDesc *desc)
 									 (path)->total_cost += disable_cost)
 #endif
 
+/*
+ * Is every plan that can be put under a Gather put there (the regression
+ * suites' setting)?  debug_parallel_query from 16, force_parallel_mode
+ * before.
+ */
+#include "optimizer/optimizer.h"
+#if PG_VERSION_NUM >= 160000
+#define TbParallelForced()			(debug_parallel_query != DEBUG_PARALLEL_OFF)
+#else
+#define TbParallelForced()			(force_parallel_mode != FORCE_PARALLEL_OFF)
+#endif
+
 /* EXPLAIN's property functions moved to their own header in 18. */
 #if PG_VERSION_NUM >= 180000
 #define TB_EXPLAIN_FORMAT_HEADER "commands/explain_format.h"

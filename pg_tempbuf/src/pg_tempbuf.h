@@ -56,6 +56,7 @@ typedef enum TbDebugHazard
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;
+extern double tb_parallel_margin;
 
 /*
  * What a walk over the local buffer pool saw.  "allocated" counts buffers
@@ -356,6 +357,13 @@ extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 										   int est_dirty_pages,
 										   double est_flush_cost);
 extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
+
+/* worker_gate.c: where no worker can pay, planning stays stock */
+extern char tb_relation_facts(Oid relid, bool *may_drive);
+extern bool tb_level_may_use_workers(PlannerInfo *root);
+extern bool tb_join_may_be_parallel(PlannerInfo *root, RelOptInfo *joinrel,
+									 RelOptInfo *outerrel);
+extern void tb_worker_gate_reset(void);
 
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);

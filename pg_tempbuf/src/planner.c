@@ -69,6 +69,7 @@ static planner_hook_type prev_planner_hook = NULL;
 /* State of the statement being planned (saved and restored when nested). */
 typedef struct PlanningState
 {
+	bool		engaged;		/* may offer paths (worker_gate.c) */
 	List	   *excluded_relids;	/* tables that must keep stock scans */
 	int			paths_offered;		/* how many paths of ours were added */
 
@@ -88,7 +89,7 @@ typedef struct PlanningState
 	bool		runs_opaque_code;
 } PlanningState;
 
-static PlanningState planning = {NIL, 0, false, false};
+static PlanningState planning = {false, NIL, 0, false, false};
 
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
@@ -125,6 +126,7 @@ typedef struct QueryFacts
 	bool		temp_parent;		/* one with children the planner adds */
 	bool		inspects_storage;	/* pg_column_size() and the like */
 	bool		runs_opaque_code;	/* code that may read tables: see below */
+	bool		may_use_workers;	/* names a table big enough for them */
 } QueryFacts;
 
 /*
@@ -172,9 +174,10 @@ query_facts_walker(Node *node, void *context)
 	if (IsA(node, RangeTblEntry))
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
+		bool		may_drive = false;
 
 		if (rte->rtekind == RTE_RELATION &&
-			get_rel_persistence(rte->relid) == RELPERSISTENCE_TEMP)
+			tb_relation_facts(rte->relid, &may_drive) == RELPERSISTENCE_TEMP)
 		{
 			if (list_member_oid(facts->temp_relids, rte->relid))
 				facts->temp_read_twice = true;
@@ -185,6 +188,8 @@ query_facts_walker(Node *node, void *context)
 			if (rte->inh && has_subclass(rte->relid))
 				facts->temp_parent = true;
 		}
+		if (rte->rtekind == RTE_RELATION)
+			facts->may_use_workers |= may_drive;
 		return false;
 	}
 	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
@@ -263,6 +268,32 @@ plan_with(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /*
+ * Plan without offering paths of ours: a statement (or one planned while
+ * ours is, for a function it calls) where no worker can pay.
+ */
+static PlannedStmt *
+plan_stock(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	bool		engaged = planning.engaged;
+	PlannedStmt *result;
+
+	if (!engaged)
+		return plan_with(parse, query_string, cursorOptions, boundParams);
+	planning.engaged = false;
+	PG_TRY();
+	{
+		result = plan_with(parse, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		planning.engaged = engaged;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/*
  * Can the plan read one temporary table through two scan nodes, so that
  * plan_walk.c may ask for a second planning?  Only if the query names it
  * twice (or a CTE twice), or the planner adds relations (an inheritance
@@ -292,17 +323,21 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlanningState saved = planning;
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
-	QueryFacts	facts = {NIL, false, false, false, false};
+	QueryFacts	facts = {NIL, false, false, false, false, false};
 
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
-		return plan_with(parse, query_string, cursorOptions, boundParams);
+		return plan_stock(parse, query_string, cursorOptions, boundParams);
 
 	query_facts_walker((Node *) parse, &facts);
-	if (facts.temp_relids != NIL)
-		facts.runs_opaque_code |= outputs_user_types(parse);
+	if (facts.temp_relids == NIL ||
+		!(facts.may_use_workers || TbParallelForced()))
+		return plan_stock(parse, query_string, cursorOptions, boundParams);
+
+	facts.runs_opaque_code |= outputs_user_types(parse);
 	if (may_need_replan(&facts))
 		pristine = copyObject(parse);
 
+	planning.engaged = true;
 	planning.excluded_relids = NIL;
 	planning.paths_offered = 0;
 	planning.inspects_storage = facts.inspects_storage;
@@ -313,6 +348,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		{
 			Oid			conflict;
 
+			tb_worker_gate_reset();
 			result = plan_with(parse, query_string, cursorOptions,
 							   boundParams);
 			if (planning.paths_offered == 0)
@@ -377,7 +413,9 @@ rel_expressions_parallel_safe(PlannerInfo *root, RelOptInfo *rel)
  * because participants share one disk, but no participant reads those
  * pages from a disk.  The leader hits its buffers and workers take copies
  * or read the OS cache (priced in flush_cost.c), work that each page costs
- * one participant, as a tuple does.
+ * one participant, as a tuple does.  pg_tempbuf.parallel_margin of a
+ * serial seq scan's cost comes on top, once: the model's error, which a
+ * plan in workers must beat to be chosen.
  */
 static void
 cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
@@ -391,6 +429,7 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	Cost		extra_run;
 	double		resident_pages;
 	double		page_cost;
+	Cost		serial_cost;
 
 	if (path->parallel_aware)
 		divisor = tb_parallel_divisor(path->parallel_workers);
@@ -413,8 +452,14 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 							divisor, cpu_run_cost, &extra_startup, &extra_run);
 	startup_cost += extra_startup;
 
+	/* The margin: a share of what a serial seq scan of the table costs. */
+	serial_cost = spc_seq_page_cost * rel->pages +
+		cpu_per_tuple * rel->tuples +
+		path->pathtarget->cost.per_tuple * rel->rows;
+
 	path->startup_cost = startup_cost;
-	path->total_cost = startup_cost + cpu_run_cost + extra_run + page_cost;
+	path->total_cost = startup_cost + cpu_run_cost + extra_run + page_cost +
+		tb_parallel_margin * serial_cost;
 
 	/* It is a sequential scan: enable_seqscan = off applies to it too. */
 	if (!enable_seqscan)
@@ -644,7 +689,8 @@ index_returns_columns(IndexOptInfo *index)
  * Our parallel-safe path around core's stock (index or bitmap heap) path:
  * the same rows, order and parameterization, core's cost plus the flush
  * price and reads, the private reads beyond core's price, both borne by
- * each of loop_count rescans in their share.  Core plans the stock path
+ * each of loop_count rescans in their share, plus the margin
+ * (pg_tempbuf.parallel_margin) of core's cost.  Core plans the stock path
  * into the plan our node carries (custom_plans).
  */
 static CustomPath *
@@ -654,6 +700,11 @@ make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
 	TempIndexPath *tpath = palloc0(sizeof(TempIndexPath));
 	CustomPath *cpath = &tpath->cpath;
 	Cost		flush = tb_priced_flush(price);
+
+	/* The margin (as cost_temp_scan()'s): of the whole range, when shared. */
+	Cost		serial_cost = stock->parallel_aware ?
+		stock->total_cost * tb_parallel_divisor(stock->parallel_workers) :
+		stock->total_cost;
 
 	NodeSetTag(cpath, T_CustomPath);
 	tpath->est_dirty_pages = price->dirty_pages;
@@ -669,7 +720,8 @@ make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
 	cpath->path.pathkeys = stock->pathkeys;
 	TbCopyDisabledNodes(&cpath->path, stock);
 	cpath->path.startup_cost = stock->startup_cost + flush / loop_count;
-	cpath->path.total_cost = stock->total_cost + (flush + reads) / loop_count;
+	cpath->path.total_cost = stock->total_cost + (flush + reads) / loop_count +
+		tb_parallel_margin * serial_cost;
 	cpath->custom_paths = list_make1(stock);
 	cpath->methods = methods;
 	return cpath;
@@ -885,7 +937,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 
 	/* Plain temporary tables, or partitions and children of one. */
-	if (!tb_parallel_scan_enabled ||
+	if (!planning.engaged ||
+		!tb_parallel_scan_enabled ||
 		!root->glob->parallelModeOK ||
 		rel->consider_parallel ||
 		!(rel->reloptkind == RELOPT_BASEREL ||
@@ -899,7 +952,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		list_member_oid(planning.excluded_relids, rte->relid))
 		return;
 
-	if (!rel_expressions_parallel_safe(root, rel))
+	if (!tb_level_may_use_workers(root) ||
+		!rel_expressions_parallel_safe(root, rel))
 		return;
 	if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
 		!mark_ancestors_parallel(root, rel))
@@ -1110,7 +1164,8 @@ tb_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		prev_set_join_pathlist_hook(root, joinrel, outerrel, innerrel,
 									jointype, extra);
 
-	if (rejoining || planning.paths_offered == 0 || !joinrel->consider_parallel)
+	if (rejoining || !planning.engaged || planning.paths_offered == 0 ||
+		!joinrel->consider_parallel || !tb_join_may_be_parallel(root, joinrel, outerrel))
 		return;
 	outer_swapped = pretend_cheapest_safe(outerrel, &outer_saved);
 	inner_swapped = pretend_cheapest_safe(innerrel, &inner_saved);
