@@ -359,14 +359,19 @@ extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
 
 /* worker_gate.c: where no worker can pay, planning stays stock */
-extern char tb_relation_facts(Oid relid, bool *may_drive);
+extern char tb_relation_facts(Oid relid, bool *may_drive, bool *has_children);
 extern bool tb_level_may_use_workers(PlannerInfo *root);
-extern bool tb_join_may_be_parallel(PlannerInfo *root, RelOptInfo *joinrel,
-									 RelOptInfo *outerrel);
+extern bool tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel);
 extern void tb_worker_gate_reset(void);
 
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);
+extern bool tb_planning_offered_paths(void);
+
+/* join_paths.c: parallel-safe paths for joins of temporary tables */
+extern void tb_install_join_hook(void);
+extern void tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
+extern void tb_join_paths_reset(void);
 
 /* plan_walk.c: one kind of read per temporary table in a finished plan */
 extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,

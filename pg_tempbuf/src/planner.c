@@ -29,8 +29,8 @@
  * makes every read of it go through our scan, or falls back.
  *
  * A join whose sides' cheapest paths are stock scans of temporary tables
- * gets parallel-safe paths too, from set_join_pathlist_hook
- * (tb_set_join_pathlist()).
+ * gets parallel-safe paths too (join_paths.c).  Where no worker can pay,
+ * none of this is done (worker_gate.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +44,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
@@ -63,7 +62,6 @@
 #include "pg_tempbuf.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
-static set_join_pathlist_hook_type prev_set_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
 /* State of the statement being planned (saved and restored when nested). */
@@ -139,8 +137,21 @@ typedef struct QueryFacts
 static bool
 may_read_tables(Oid funcid, void *context)
 {
-	return funcid >= FirstNormalObjectId ||
-		func_parallel(funcid) != PROPARALLEL_SAFE;
+	/* A built-in function's label never changes: look each up once. */
+	static bits8 builtin_known[FirstNormalObjectId / BITS_PER_BYTE];
+	static bits8 builtin_unsafe[FirstNormalObjectId / BITS_PER_BYTE];
+	int			byte = funcid / BITS_PER_BYTE;
+	bits8		bit = 1 << (funcid % BITS_PER_BYTE);
+
+	if (funcid >= FirstNormalObjectId)
+		return true;
+	if (!(builtin_known[byte] & bit))
+	{
+		if (func_parallel(funcid) != PROPARALLEL_SAFE)
+			builtin_unsafe[byte] |= bit;
+		builtin_known[byte] |= bit;
+	}
+	return (builtin_unsafe[byte] & bit) != 0;
 }
 
 static bool
@@ -175,9 +186,10 @@ query_facts_walker(Node *node, void *context)
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
 		bool		may_drive = false;
+		bool		has_children = false;
 
 		if (rte->rtekind == RTE_RELATION &&
-			tb_relation_facts(rte->relid, &may_drive) == RELPERSISTENCE_TEMP)
+			tb_relation_facts(rte->relid, &may_drive, &has_children) == RELPERSISTENCE_TEMP)
 		{
 			if (list_member_oid(facts->temp_relids, rte->relid))
 				facts->temp_read_twice = true;
@@ -185,7 +197,7 @@ query_facts_walker(Node *node, void *context)
 				facts->temp_relids = lappend_oid(facts->temp_relids,
 												 rte->relid);
 			/* The parser sets inh on every reference without ONLY. */
-			if (rte->inh && has_subclass(rte->relid))
+			if (rte->inh && has_children)
 				facts->temp_parent = true;
 		}
 		if (rte->rtekind == RTE_RELATION)
@@ -265,6 +277,13 @@ plan_with(Query *parse, const char *query_string, int cursorOptions,
 		return prev_planner_hook(parse, query_string, cursorOptions,
 								 boundParams);
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/* Has the statement being planned offered paths of ours (join_paths.c)? */
+bool
+tb_planning_offered_paths(void)
+{
+	return planning.engaged && planning.paths_offered > 0;
 }
 
 /*
@@ -349,6 +368,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 			Oid			conflict;
 
 			tb_worker_gate_reset();
+			tb_join_paths_reset();
 			result = plan_with(parse, query_string, cursorOptions,
 							   boundParams);
 			if (planning.paths_offered == 0)
@@ -363,6 +383,8 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 					 conflict);
 			/* Each round excludes one more table: this terminates. */
 			Assert(!list_member_oid(planning.excluded_relids, conflict));
+			elog(DEBUG1, "pg_tempbuf: planning again without parallel scans of relation %u, which the plan also reads through a stock scan",
+				 conflict);
 			planning.excluded_relids =
 				lappend_oid(planning.excluded_relids, conflict);
 			planning.paths_offered = 0;
@@ -785,8 +807,8 @@ add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pric
 		/* An index-only scan has the visibility map written too. */
 		if (ipath->path.pathtype == T_IndexOnlyScan)
 			index_price.known_clean = index_price.known_clean && vm_known_clean;
-		add_path(rel, &make_temp_index_path(root, rel, ipath, &index_price,
-											loop_count)->path);
+		tb_add_safe_path(root, rel, &make_temp_index_path(root, rel, ipath, &index_price,
+														  loop_count)->path);
 
 		if (outer == NULL && ipath->indexscandir != BackwardScanDirection)
 		{
@@ -910,8 +932,9 @@ add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *pri
 			reads = tb_read_page_cost * (heap_pages + index_pages);
 		}
 		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
-		add_path(rel, &make_wrapping_path(rel, &bpath->path, &bitmap_price, reads,
-										  loop_count, &temp_bitmap_path_methods)->path);
+		tb_add_safe_path(root, rel,
+						 &make_wrapping_path(rel, &bpath->path, &bitmap_price, reads,
+											 loop_count, &temp_bitmap_path_methods)->path);
 
 		/* As add_temp_index_paths(). */
 		if (planned_alone(root))
@@ -996,8 +1019,8 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	rel->consider_parallel = true;
 	planning.paths_offered++;
 
-	add_path(rel, &make_temp_scan_path(rel, false, 0, toast_sensitive,
-									   &price, flush_cost)->path);
+	tb_add_safe_path(root, rel, &make_temp_scan_path(rel, false, 0, toast_sensitive,
+													 &price, flush_cost)->path);
 
 	parallel_workers = compute_parallel_worker(rel, rel->pages, -1,
 											   max_parallel_workers_per_gather);
@@ -1086,125 +1109,6 @@ plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 										tpath->est_flush_cost);
 }
 
-/* A rel's cheapest paths, as set_cheapest() left them. */
-typedef struct CheapestPaths
-{
-	Path	   *startup;
-	Path	   *total;
-	Path	   *unique;
-	List	   *parameterized;
-} CheapestPaths;
-
-/*
- * Make rel's cheapest parallel-safe path its cheapest one, for a while;
- * saved keeps what to restore.  False where it has none, or the cheapest
- * path is parallel safe already.
- */
-static bool
-pretend_cheapest_safe(RelOptInfo *rel, CheapestPaths *saved)
-{
-	Path	   *safe;
-
-	saved->startup = rel->cheapest_startup_path;
-	saved->total = rel->cheapest_total_path;
-	saved->unique = rel->cheapest_unique_path;
-	saved->parameterized = rel->cheapest_parameterized_paths;
-	if (saved->total == NULL || saved->total->parallel_safe)
-		return false;
-	safe = get_cheapest_parallel_safe_total_inner(rel->pathlist);
-	if (safe == NULL)
-		return false;
-
-	rel->cheapest_startup_path = safe;
-	rel->cheapest_total_path = safe;
-	rel->cheapest_unique_path = NULL;	/* made anew from safe if needed */
-	rel->cheapest_parameterized_paths =
-		lcons(safe, list_delete_ptr(list_copy(saved->parameterized), saved->total));
-	return true;
-}
-
-static void
-restore_cheapest(RelOptInfo *rel, const CheapestPaths *saved)
-{
-	rel->cheapest_startup_path = saved->startup;
-	rel->cheapest_total_path = saved->total;
-	rel->cheapest_unique_path = saved->unique;
-	rel->cheapest_parameterized_paths = saved->parameterized;
-}
-
-/*
- * Core builds a rel's non-partial join paths from the cheapest path of
- * each side only.  A temporary table's cheapest path is the stock scan,
- * never parallel safe, and ours costs a worker's private reads more, so
- * two temporary tables joined (TPC-H Q21's supplier and nation) had no
- * parallel-safe path: that join could not be the inner side of a join
- * under Gather, as it is over UNLOGGED tables, and the planner joined the
- * big table to each of them in turn instead.  Where one side's cheapest
- * path is not parallel safe and both sides have one that is, join them
- * again through those, into an empty path list (core's add_path_precheck()
- * would reject them against the cheaper unsafe paths, ignoring parallel
- * safety), then offer the survivors to the real list, where add_path()
- * keeps each only as a parallel-safe path that nothing safe beats.
- */
-static void
-tb_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
-					 RelOptInfo *outerrel, RelOptInfo *innerrel,
-					 JoinType jointype, JoinPathExtraData *extra)
-{
-	static bool rejoining = false;
-	CheapestPaths outer_saved;
-	CheapestPaths inner_saved;
-	bool		outer_swapped;
-	bool		inner_swapped;
-	List	   *pathlist = joinrel->pathlist;
-	List	   *safe_paths = NIL;
-	ListCell   *lc;
-
-	if (prev_set_join_pathlist_hook)
-		prev_set_join_pathlist_hook(root, joinrel, outerrel, innerrel,
-									jointype, extra);
-
-	if (rejoining || !planning.engaged || planning.paths_offered == 0 ||
-		!joinrel->consider_parallel || !tb_join_may_be_parallel(root, joinrel, outerrel))
-		return;
-	outer_swapped = pretend_cheapest_safe(outerrel, &outer_saved);
-	inner_swapped = pretend_cheapest_safe(innerrel, &inner_saved);
-	if ((!outer_swapped && !outer_saved.total->parallel_safe) ||
-		(!inner_swapped && !inner_saved.total->parallel_safe) ||
-		(!outer_swapped && !inner_swapped))
-	{
-		restore_cheapest(outerrel, &outer_saved);
-		restore_cheapest(innerrel, &inner_saved);
-		return;
-	}
-
-	rejoining = true;
-	joinrel->pathlist = NIL;
-	PG_TRY();
-	{
-		add_paths_to_joinrel(root, joinrel, outerrel, innerrel, jointype,
-							 extra->sjinfo, extra->restrictlist);
-	}
-	PG_FINALLY();
-	{
-		rejoining = false;
-		safe_paths = joinrel->pathlist;
-		joinrel->pathlist = pathlist;
-		restore_cheapest(outerrel, &outer_saved);
-		restore_cheapest(innerrel, &inner_saved);
-	}
-	PG_END_TRY();
-
-	foreach(lc, safe_paths)
-	{
-		Path	   *path = lfirst(lc);
-
-		if (path->parallel_safe)
-			add_path(joinrel, path);
-	}
-	list_free(safe_paths);
-}
-
 /* Our node around core's Bitmap Heap Scan (its index scans under it). */
 static Plan *
 plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -1223,8 +1127,7 @@ tb_install_planner_hooks(void)
 {
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = tb_set_rel_pathlist;
-	prev_set_join_pathlist_hook = set_join_pathlist_hook;
-	set_join_pathlist_hook = tb_set_join_pathlist;
+	tb_install_join_hook();
 	prev_planner_hook = planner_hook;
 	planner_hook = tb_planner;
 }

@@ -25,9 +25,9 @@
  *	  (tb_level_may_use_workers()): its base relations priced so far, by
  *	  their cheapest serial path, the others by size;
  *	- a join of the top level, once all its base relations have paths
- *	  (tb_join_may_be_parallel()): is there a driver outside it, or a
- *	  partial path on its outer side?  Only then can the second join
- *	  search give it a path that a parallel plan uses.
+ *	  (tb_join_may_be_inner()): is there a driver outside it?  Only then
+ *	  can it be the inner side of a parallel join, which its parallel-safe
+ *	  paths (join_paths.c) are for.
  *
  * Each answers "maybe" where it cannot know, so nothing that could win is
  * skipped.  debug_parallel_query (force_parallel_mode before 16) puts
@@ -69,15 +69,16 @@ pages_may_be_partial(double pages, bool has_index)
 }
 
 /*
- * The statement check for one relation it names: returns its persistence
- * and says whether it may be big enough to drive workers.  One catalog
- * lookup, as get_rel_persistence() made; a temporary table's size is its
- * file's (core reads it too, when it plans), since ANALYZE may never have
- * run on it.  Partitioned, inheritance and foreign tables, and tables with
- * options (parallel_workers, say), are taken to be.
+ * The statement check for one relation it names: returns its persistence,
+ * says whether it may be big enough to drive workers and whether it has
+ * children.  One catalog lookup, as get_rel_persistence() made.  A
+ * temporary table that pg_class calls small is measured by its file (core
+ * reads it too, when it plans), since ANALYZE may never have run on it.
+ * Partitioned, inheritance and foreign tables, and tables with options
+ * (parallel_workers, say), are taken to be big enough.
  */
 char
-tb_relation_facts(Oid relid, bool *may_drive)
+tb_relation_facts(Oid relid, bool *may_drive, bool *has_children)
 {
 	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Form_pg_class form;
@@ -89,6 +90,7 @@ tb_relation_facts(Oid relid, bool *may_drive)
 	form = (Form_pg_class) GETSTRUCT(tuple);
 	persistence = form->relpersistence;
 	has_options = !heap_attisnull(tuple, Anum_pg_class_reloptions, NULL);
+	*has_children = form->relhassubclass;
 
 	if (max_parallel_workers_per_gather <= 0)
 		*may_drive = false;
@@ -99,7 +101,8 @@ tb_relation_facts(Oid relid, bool *may_drive)
 	{
 		double		pages = form->relpages;
 
-		if (persistence == RELPERSISTENCE_TEMP)
+		if (persistence == RELPERSISTENCE_TEMP &&
+			!pages_may_be_partial(pages, form->relhasindex))
 		{
 			Relation	relation = relation_open(relid, NoLock);
 
@@ -195,18 +198,14 @@ tb_level_may_use_workers(PlannerInfo *root)
 }
 
 /*
- * Can a second join search, through each side's cheapest parallel-safe
- * path, give joinrel a path a parallel plan uses?  Where a driver lies
- * outside it, joinrel may be the inner side of a parallel join; where
- * outerrel has partial paths, joinrel may be a partial nested loop over
- * innerrel's parallel-safe path.  Every base relation of the top level has
- * its paths by the time joins are made, so its drivers are found once.
+ * May joinrel be the inner side of a parallel join: is there a driver
+ * outside it?  Every base relation of the top level has its paths by the
+ * time joins are made, so its drivers are found once.
  */
 bool
-tb_join_may_be_parallel(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *outerrel)
+tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel)
 {
-	if (TbParallelForced() || root->parent_root != NULL ||
-		outerrel->partial_pathlist != NIL)
+	if (TbParallelForced() || root->parent_root != NULL)
 		return true;
 	if (drivers_root != root)
 	{

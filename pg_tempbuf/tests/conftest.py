@@ -29,6 +29,7 @@ FORCE_PARALLEL = {
     "pg_tempbuf.write_page_cost": "0",
     "pg_tempbuf.buffer_scan_cost": "0",
     "pg_tempbuf.read_page_cost": "0",
+    "pg_tempbuf.parallel_margin": "0",
 }
 
 

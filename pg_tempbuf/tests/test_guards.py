@@ -200,7 +200,8 @@ def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected:
         wire.simple(
             "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
             "SET pg_tempbuf.write_page_cost = 0; SET pg_tempbuf.buffer_scan_cost = 0;"
-            "SET pg_tempbuf.read_page_cost = 0; SET enable_parallel_hash = off;"
+            "SET pg_tempbuf.read_page_cost = 0; SET pg_tempbuf.parallel_margin = 0;"
+            "SET enable_parallel_hash = off;"
             f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'};"
             "CREATE TEMP TABLE stage AS SELECT g AS k, g * 3 AS w FROM generate_series(1, 400, 2) g;"
             "ANALYZE stage;"

@@ -196,7 +196,8 @@ def test_partial_scan_priced_like_a_parallel_scan_of_an_unlogged_copy(
     try:
         session.execute("SELECT pg_flush_local_buffers()")  # clean: no write is priced
         for name, value in {"parallel_setup_cost": 0, "parallel_tuple_cost": 0,
-                            "min_parallel_table_scan_size": 0, "max_parallel_workers_per_gather": 2}.items():
+                            "min_parallel_table_scan_size": 0, "max_parallel_workers_per_gather": 2,
+                            "pg_tempbuf.parallel_margin": 0}.items():
             session.execute(f"SET {name} = {value}")
         temp = gather_cost(session, "SELECT count(*) FROM t")
         copy = gather_cost(session, "SELECT count(*) FROM t_copy")

@@ -30,6 +30,7 @@ ONE_WORKER_PRIVATE_SCAN = {
     "pg_tempbuf.write_page_cost": "0",
     "pg_tempbuf.buffer_scan_cost": "0",
     "pg_tempbuf.read_page_cost": "0",
+    "pg_tempbuf.parallel_margin": "0",
 }
 # The index phases read through an index scan: no other path.
 INDEX_ONLY_PATH = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_indexonlyscan": "off"}

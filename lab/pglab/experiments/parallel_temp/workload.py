@@ -25,6 +25,7 @@ FORCE_PARALLEL = (
     "SET pg_tempbuf.write_page_cost = 0",
     "SET pg_tempbuf.buffer_scan_cost = 0",
     "SET pg_tempbuf.read_page_cost = 0",
+    "SET pg_tempbuf.parallel_margin = 0",
 )
 DEFAULT_COSTS = (
     "RESET parallel_setup_cost",
@@ -33,6 +34,7 @@ DEFAULT_COSTS = (
     "RESET pg_tempbuf.write_page_cost",
     "RESET pg_tempbuf.buffer_scan_cost",
     "RESET pg_tempbuf.read_page_cost",
+    "RESET pg_tempbuf.parallel_margin",
 )
 
 
