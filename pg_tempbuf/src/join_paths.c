@@ -36,7 +36,11 @@
  *
  * Subqueries keep our paths in their lists (their parents choose among
  * their paths), and so do appendrel members (Parallel Append takes their
- * non-partial safe paths) and every relation under debug_parallel_query.
+ * non-partial safe paths), a table the statement names twice (TPC-H
+ * Q21's lineitem: a plan that reads it in workers may read it again
+ * above the Gather, which must then be a read of ours, or plan_walk.c has
+ * the statement planned again without our paths for it), and every
+ * relation under debug_parallel_query.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,7 +77,8 @@ tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path)
 	List	   *visible = rel->pathlist;
 
 	if (root->parent_root != NULL || rel->reloptkind != RELOPT_BASEREL ||
-		TbParallelForced())
+		TbParallelForced() ||
+		tb_planning_reads_twice(root->simple_rte_array[rel->relid]->relid))
 	{
 		add_path(rel, path);
 		return;

@@ -367,6 +367,7 @@ extern void tb_worker_gate_reset(void);
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);
 extern bool tb_planning_offered_paths(void);
+extern bool tb_planning_reads_twice(Oid relid);
 
 /* join_paths.c: parallel-safe paths for joins of temporary tables */
 extern void tb_install_join_hook(void);

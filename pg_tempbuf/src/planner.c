@@ -69,6 +69,8 @@ typedef struct PlanningState
 {
 	bool		engaged;		/* may offer paths (worker_gate.c) */
 	List	   *excluded_relids;	/* tables that must keep stock scans */
+	List	   *twice_relids;		/* tables the statement names twice */
+	bool		all_twice;			/* or maybe any of them (a CTE) */
 	int			paths_offered;		/* how many paths of ours were added */
 
 	/*
@@ -87,7 +89,7 @@ typedef struct PlanningState
 	bool		runs_opaque_code;
 } PlanningState;
 
-static PlanningState planning = {false, NIL, 0, false, false};
+static PlanningState planning = {0};
 
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
@@ -120,7 +122,9 @@ static const CustomPathMethods temp_bitmap_path_methods = {
 typedef struct QueryFacts
 {
 	List	   *temp_relids;		/* temporary relations read, anywhere */
+	List	   *twice_relids;		/* those named more than once */
 	bool		temp_read_twice;	/* maybe one of them in two scans */
+	bool		cte_read_twice;		/* a CTE referenced more than once */
 	bool		temp_parent;		/* one with children the planner adds */
 	bool		inspects_storage;	/* pg_column_size() and the like */
 	bool		runs_opaque_code;	/* code that may read tables: see below */
@@ -192,7 +196,11 @@ query_facts_walker(Node *node, void *context)
 			tb_relation_facts(rte->relid, &may_drive, &has_children) == RELPERSISTENCE_TEMP)
 		{
 			if (list_member_oid(facts->temp_relids, rte->relid))
+			{
 				facts->temp_read_twice = true;
+				facts->twice_relids = list_append_unique_oid(facts->twice_relids,
+															 rte->relid);
+			}
 			else
 				facts->temp_relids = lappend_oid(facts->temp_relids,
 												 rte->relid);
@@ -217,7 +225,7 @@ query_facts_walker(Node *node, void *context)
 		/* The planner inlines a CTE at each of its references. */
 		foreach(lc, ((Query *) node)->cteList)
 			if (lfirst_node(CommonTableExpr, lc)->cterefcount > 1)
-				facts->temp_read_twice = true;
+				facts->temp_read_twice = facts->cte_read_twice = true;
 		return query_tree_walker((Query *) node, query_facts_walker,
 								 context, QTW_EXAMINE_RTES_BEFORE);
 	}
@@ -277,6 +285,18 @@ plan_with(Query *parse, const char *query_string, int cursorOptions,
 		return prev_planner_hook(parse, query_string, cursorOptions,
 								 boundParams);
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
+/*
+ * May the statement read this table in more than one place of the plan?
+ * Then a read of ours in the leader, above a Gather whose workers read it
+ * too, is what spares a second planning (plan_walk.c): join_paths.c keeps
+ * our paths in the table's path lists.
+ */
+bool
+tb_planning_reads_twice(Oid relid)
+{
+	return planning.all_twice || list_member_oid(planning.twice_relids, relid);
 }
 
 /* Has the statement being planned offered paths of ours (join_paths.c)? */
@@ -342,7 +362,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PlanningState saved = planning;
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
-	QueryFacts	facts = {NIL, false, false, false, false, false};
+	QueryFacts	facts = {0};
 
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_stock(parse, query_string, cursorOptions, boundParams);
@@ -357,6 +377,8 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		pristine = copyObject(parse);
 
 	planning.engaged = true;
+	planning.twice_relids = facts.twice_relids;
+	planning.all_twice = facts.cte_read_twice;
 	planning.excluded_relids = NIL;
 	planning.paths_offered = 0;
 	planning.inspects_storage = facts.inspects_storage;
@@ -435,9 +457,9 @@ rel_expressions_parallel_safe(PlannerInfo *root, RelOptInfo *rel)
  * because participants share one disk, but no participant reads those
  * pages from a disk.  The leader hits its buffers and workers take copies
  * or read the OS cache (priced in flush_cost.c), work that each page costs
- * one participant, as a tuple does.  pg_tempbuf.parallel_margin of a
- * serial seq scan's cost comes on top, once: the model's error, which a
- * plan in workers must beat to be chosen.
+ * one participant, as a tuple does.  A partial scan adds
+ * pg_tempbuf.parallel_margin of a serial seq scan's cost, once: the
+ * model's error, which a plan in workers must beat to be chosen.
  */
 static void
 cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
@@ -451,7 +473,7 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	Cost		extra_run;
 	double		resident_pages;
 	double		page_cost;
-	Cost		serial_cost;
+	Cost		margin;
 
 	if (path->parallel_aware)
 		divisor = tb_parallel_divisor(path->parallel_workers);
@@ -474,14 +496,21 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 							divisor, cpu_run_cost, &extra_startup, &extra_run);
 	startup_cost += extra_startup;
 
-	/* The margin: a share of what a serial seq scan of the table costs. */
-	serial_cost = spc_seq_page_cost * rel->pages +
-		cpu_per_tuple * rel->tuples +
-		path->pathtarget->cost.per_tuple * rel->rows;
+	/*
+	 * The margin, for a partial scan: a share of what a serial seq scan of
+	 * the table costs.  A full scan is the inner side of a plan whose
+	 * partial path bears it; charged there too, it would tip the planner
+	 * towards plans that read a table both in workers and, through a stock
+	 * scan, above the Gather, which plan_walk.c must plan again serially.
+	 */
+	margin = path->parallel_aware ?
+		tb_parallel_margin * (spc_seq_page_cost * rel->pages +
+							  cpu_per_tuple * rel->tuples +
+							  path->pathtarget->cost.per_tuple * rel->rows) : 0.0;
 
 	path->startup_cost = startup_cost;
 	path->total_cost = startup_cost + cpu_run_cost + extra_run + page_cost +
-		tb_parallel_margin * serial_cost;
+		margin;
 
 	/* It is a sequential scan: enable_seqscan = off applies to it too. */
 	if (!enable_seqscan)
@@ -711,9 +740,9 @@ index_returns_columns(IndexOptInfo *index)
  * Our parallel-safe path around core's stock (index or bitmap heap) path:
  * the same rows, order and parameterization, core's cost plus the flush
  * price and reads, the private reads beyond core's price, both borne by
- * each of loop_count rescans in their share, plus the margin
- * (pg_tempbuf.parallel_margin) of core's cost.  Core plans the stock path
- * into the plan our node carries (custom_plans).
+ * each of loop_count rescans in their share, plus, for a shared range, the
+ * margin (pg_tempbuf.parallel_margin) of core's cost.  Core plans the stock
+ * path into the plan our node carries (custom_plans).
  */
 static CustomPath *
 make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
@@ -723,10 +752,10 @@ make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
 	CustomPath *cpath = &tpath->cpath;
 	Cost		flush = tb_priced_flush(price);
 
-	/* The margin (as cost_temp_scan()'s): of the whole range, when shared. */
-	Cost		serial_cost = stock->parallel_aware ?
-		stock->total_cost * tb_parallel_divisor(stock->parallel_workers) :
-		stock->total_cost;
+	/* The margin (as cost_temp_scan()'s), for a shared range: of all of it. */
+	Cost		margin = stock->parallel_aware ?
+		tb_parallel_margin * stock->total_cost *
+		tb_parallel_divisor(stock->parallel_workers) : 0.0;
 
 	NodeSetTag(cpath, T_CustomPath);
 	tpath->est_dirty_pages = price->dirty_pages;
@@ -743,7 +772,7 @@ make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
 	TbCopyDisabledNodes(&cpath->path, stock);
 	cpath->path.startup_cost = stock->startup_cost + flush / loop_count;
 	cpath->path.total_cost = stock->total_cost + (flush + reads) / loop_count +
-		tb_parallel_margin * serial_cost;
+		margin;
 	cpath->custom_paths = list_make1(stock);
 	cpath->methods = methods;
 	return cpath;
