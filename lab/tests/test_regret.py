@@ -11,6 +11,7 @@ from helpers import assert_main_fails_in_one_line, run_pglab
 
 from pglab import report_section as rs
 from pglab.cli import main
+from pglab.errors import LabError
 from pglab.experiments.regret import analysis as an
 from pglab.experiments.regret.sessions import LOOP_NAMES
 from pglab.experiments.temp_shapes.workload import SHAPE_NAMES
@@ -18,7 +19,10 @@ from pglab.experiments.temp_shapes.workload import SHAPE_NAMES
 
 def test_quick_end_to_end(tmp_path: Path, pg_config_path: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "regret"
-    result = run_pglab("regret", "--quick", "--pg-config", pg_config_path, "--out", str(out), timeout=600)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"tpch": [{"load": 1, "items": [{"vs_off": 0.01, "vs_unlogged": 0.01}]}]}))
+    result = run_pglab("regret", "--quick", "--baseline", str(baseline), "--pg-config", pg_config_path,
+                       "--out", str(out), timeout=600)
     assert result.returncode == 0, result.stderr
     for name in ("raw.csv", "plans.csv", "results.json", "summary.md", "section.json", "ratios.png"):
         assert (out / name).is_file(), name
@@ -44,7 +48,8 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str, capsys: pytest.Ca
     assert len(everything) == 1 and everything[0]["worst"] == pytest.approx(worst)
     assert {d["part"] for d in results["distributions"]} >= {"TPC-H", "TPC-H load 1", "TPC-H load 2",
                                                               "session loops", "shapes", "all"}
-    assert len(results["acceptance"]) == 3
+    assert len(results["acceptance"]) == 4 and results["baseline"]["vs_off"] == pytest.approx(0.01)
+    assert results["acceptance"][-1]["passed"]  # any geomean is above the made-up baseline's 0.01
 
     section = json.loads((out / "section.json").read_text())
     assert section["experiment"] == "regret" and section["plots"] == ["ratios.png"]
@@ -129,9 +134,34 @@ def test_defaults_and_quick() -> None:
         (["--shapes", "nope"], "unknown nope"),
         (["--no-tpch", "--no-sessions", "--no-shapes"], "nothing to measure"),
         (["--session-temp-buffers", "lots"], "not a size"),
+        (["--baseline", "/nonexistent.json"], "cannot read"),
+        (["--baseline", "/dev/null", "--no-tpch"], "not with --no-tpch"),
         (["--out", "/nonexistent/dir/x"], "parent directory"),
         (["--pg-config", "/nonexistent/pg_config"], "pg_config not found"),
     ],
 )
 def test_bad_options(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert_main_fails_in_one_line(["regret", *args], message, capsys)
+
+
+def test_baseline_geomeans_of_both_formats(tmp_path: Path) -> None:
+    regret = {"tpch": [{"load": 1, "items": [{"vs_off": 2.0, "vs_unlogged": 1.0}, {"vs_off": 0.5, "vs_unlogged": 4.0}]},
+                       {"load": 2, "items": [{"vs_off": 1.0, "vs_unlogged": None}]}]}
+    b = an.baseline_from(regret, "r.json")
+    assert (b.vs_off, b.vs_unlogged, b.count) == (pytest.approx(1.0), pytest.approx(2.0), 2)
+    shapes = {"items": [
+        {"part": "tpch", "reference": "unlogged", "speedup_on_vs_off": 1.21, "on_vs_reference": 1.0},
+        {"part": "shapes", "reference": "unlogged", "speedup_on_vs_off": 9.0, "on_vs_reference": 9.0}]}
+    b = an.baseline_from(shapes, "ts.json")
+    assert (b.vs_off, b.count) == (pytest.approx(1.21), 1)
+    with pytest.raises(LabError, match="no TPC-H"):
+        an.baseline_from({"items": []}, "x")
+    # The committed issue-22 run of temp-shapes --tpch-all-temp is a valid baseline.
+    committed = Path(__file__).resolve().parents[2] / "docs/results/temp-shapes-alltemp-pg18/results.json"
+    if committed.is_file():
+        b = an.read_baseline(committed)
+        assert b.count == 22 and 0.5 < b.vs_off < 3
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    with pytest.raises(LabError, match="cannot read"):
+        an.read_baseline(bad)

@@ -8,6 +8,7 @@ parallel query.  The issue's "on/off <= 1.05" (time over time) is a ratio here >
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pglab.errors import LabError
 from pglab.experiments.regret.options import RegretOptions
 from pglab.experiments.temp_shapes import analysis as shapes_an
 
@@ -165,6 +167,45 @@ def session_ratios(loops: Sequence[SessionLoop]) -> list[Ratio]:
                   loop.median_ms(OFF), loop.median_ms(ON)) for loop in loops]
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """The TPC-H geomeans of an earlier run ("today" in the issue's "geomean not lower than today")."""
+
+    source: str  # the file
+    vs_off: float  # geomean over its queries (and loads) of median(off) / median(on)
+    vs_unlogged: float
+    count: int  # the ratios behind each geomean
+
+
+def baseline_from(data: Any, source: str) -> Baseline:
+    """The geomeans of a `pglab regret` results.json (every load) or a `pglab temp-shapes --tpch-all-temp` one."""
+    if not isinstance(data, dict):
+        raise LabError(f"--baseline {source}: not a results.json object")
+    pairs: list[tuple[float, float]] = []
+    if isinstance(data.get("tpch"), list):  # pglab regret
+        pairs = [(float(i["vs_off"]), float(i["vs_unlogged"])) for load in data["tpch"] for i in load.get("items", [])
+                 if i.get("vs_off") is not None and i.get("vs_unlogged") is not None]
+    elif isinstance(data.get("items"), list):  # pglab temp-shapes --tpch-all-temp
+        pairs = [(float(i["speedup_on_vs_off"]), float(i["on_vs_reference"])) for i in data["items"]
+                 if i.get("part") == TPCH_PART and i.get("reference") == UNLOGGED
+                 and i.get("speedup_on_vs_off") is not None and i.get("on_vs_reference") is not None]
+    if not pairs:
+        raise LabError(f"--baseline {source}: no TPC-H all-temp ratios in it (a results.json of pglab regret or of "
+                       "pglab temp-shapes --tpch-all-temp)")
+    return Baseline(source, geomean([p[0] for p in pairs]), geomean([p[1] for p in pairs]), len(pairs))
+
+
+def read_baseline(path: Path) -> Baseline:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise LabError(f"--baseline {path}: cannot read: {exc}") from exc
+    try:
+        return baseline_from(data, str(path))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LabError(f"--baseline {path}: unexpected contents ({exc})") from exc
+
+
 @dataclass
 class RegretRun:
     options: RegretOptions
@@ -184,6 +225,7 @@ class RegretRun:
     error: str | None = None
     tpch_temp_buffers: str = ""
     notes: list[str] = field(default_factory=list)
+    baseline: Baseline | None = None
 
     @property
     def version_num(self) -> int:
@@ -245,4 +287,12 @@ def acceptance(run: RegretRun) -> list[Check]:
                 f"{'off' if reference == OFF else 'the UNLOGGED copy'} in every load",
                 not slow, f"worst {worst:.3f}" + (": " + ", ".join(f"{r.item}/{r.load} {r.value:.3f}" for r in slow)
                                                     if slow else "")))
+        if run.baseline is not None:
+            ours_off = geomean([r.value for r in tpch if r.reference == OFF])
+            ours_unl = geomean([r.value for r in tpch if r.reference == UNLOGGED])
+            b = run.baseline
+            checks.append(Check(
+                f"TPC-H geomean vs off not lower than the baseline's ({b.source})", ours_off >= b.vs_off,
+                f"ours {ours_off:.3f} vs {b.vs_off:.3f} over {b.count} ratios (vs UNLOGGED: ours {ours_unl:.3f}, "
+                f"baseline {b.vs_unlogged:.3f})"))
     return checks

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +20,7 @@ from pglab.cliargs import (
 )
 from pglab.errors import LabError
 from pglab.experiments.regret import options as opt
+from pglab.experiments.regret.analysis import read_baseline
 from pglab.experiments.regret.options import RegretOptions
 from pglab.experiments.regret.sessions import LOOP_NAMES
 from pglab.experiments.temp_shapes.workload import SHAPE_NAMES
@@ -58,6 +60,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--tpch-temp-buffers", metavar="SIZE",
                         help="temp_buffers of the TPC-H session (default: enough to hold the scale, as "
                              "temp-shapes --tpch-all-temp)")
+    parser.add_argument("--baseline", type=Path, metavar="RESULTS_JSON",
+                        help="results.json of an earlier pglab regret (or temp-shapes --tpch-all-temp) run: its TPC-H "
+                             "geomeans are the line for issue 28's \"geomean not lower than today\"")
     parser.add_argument("--rounds", type=positive_int, metavar="K",
                         help=f"interleaved on/off rounds of each session loop (default {opt.DEFAULT_ROUNDS}, "
                              f"--quick {opt.QUICK_ROUNDS})")
@@ -106,6 +111,10 @@ def options_from(args: argparse.Namespace) -> RegretOptions:
                           ("--tpch-temp-buffers", args.tpch_temp_buffers)):
         if value is not None and not _SIZE.match(value):
             raise LabError(f"{option} {value}: not a size like 512MB or 2GB")
+    if args.baseline is not None:
+        if not queries:
+            raise LabError("--baseline compares TPC-H geomeans: not with --no-tpch")
+        read_baseline(args.baseline)  # fails now, not after the run
     quick = args.quick
     return RegretOptions(
         scale=args.scale or (opt.QUICK_SCALE if quick else opt.DEFAULT_SCALE),
@@ -123,6 +132,7 @@ def options_from(args: argparse.Namespace) -> RegretOptions:
         shapes=tuple(shapes),
         out_dir=args.out,
         tpch_temp_buffers=args.tpch_temp_buffers,
+        baseline=args.baseline,
         pg_config=args.pg_config,
         dsn=args.dsn,
         quick=quick,

@@ -53,6 +53,7 @@ class RegretOptions:
     shapes: tuple[str, ...]  # temp-shapes shape names; empty: no shapes part
     out_dir: Path | None  # None: results/regret-pg<major>
     tpch_temp_buffers: str | None = None  # None: pglab.tpch_tables.temp_buffers_for(scale)
+    baseline: Path | None = None  # results.json of an earlier run, whose TPC-H geomeans are "today's"
     pg_config: Path | None = None
     dsn: str | None = None
     quick: bool = False

@@ -204,6 +204,7 @@ def write_raw(run: RegretRun) -> None:
         "distributions": [{"part": part, "reference": reference, **d.as_json()}
                           for part, reference, d in distribution_rows(run)],
         "acceptance": [asdict(c) for c in an.acceptance(run)],
+        "baseline": asdict(run.baseline) if run.baseline is not None else None,
         "mismatches": run.mismatches(),
         "ratios": [asdict(r) for r in run.ratios()],
         "tpch": [{"load": load.load, "load_seconds": load.seconds,

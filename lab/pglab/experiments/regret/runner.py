@@ -198,6 +198,7 @@ def run_regret(options: RegretOptions, console: Console) -> RegretRun:
 
     run = RegretRun(options=options, machine=machine_info(), command=command_line(), started=utc_timestamp())
     run.tpch_temp_buffers = options.tpch_temp_buffers or tpch_tables.temp_buffers_for(options.scale)
+    run.baseline = an.read_baseline(options.baseline) if options.baseline is not None else None
     with open_target(options.pg_config, options.dsn, None, require_extension=EXTENSION,
                      settings=dict(shapes_runner.SERVER_SETTINGS)) as target:
         with target.connect() as conn:
