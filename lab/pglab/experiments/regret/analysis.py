@@ -123,6 +123,7 @@ class SessionLoop:
     item: str
     title: str
     call: str  # the SQL that was timed
+    statement: str = ""  # the format() string of the statement it EXECUTEs
     timings: list[LoopTiming] = field(default_factory=list)
     results: dict[str, int] = field(default_factory=dict)  # config -> the function's result (a checksum)
 

@@ -209,7 +209,7 @@ def write_raw(run: RegretRun) -> None:
         "ratios": [asdict(r) for r in run.ratios()],
         "tpch": [{"load": load.load, "load_seconds": load.seconds,
                   "items": [_item_json(s) for s in an.summaries(load.measured)]} for load in run.loads],
-        "sessions": [{"item": loop.item, "title": loop.title, "call": loop.call,
+        "sessions": [{"item": loop.item, "title": loop.title, "call": loop.call, "statement": loop.statement,
                       "median_ms": {c: loop.median_ms(c) for c in (OFF, ON)}, "results": loop.results,
                       "results_equal": loop.results_equal} for loop in run.loops],
         "shapes": [_item_json(s) for s in run.shape_summaries()],
@@ -264,7 +264,8 @@ def report(run: RegretRun, console: Console) -> int:
     for table in tables:
         lines += [table.markdown(), ""]
     lines += ["## Notes", ""] + [f"- {n}" for n in notes] + ["", "## Session loops", ""]
-    lines += [f"- **{loop.item}**: `{loop.call}`" for loop in run.loops]
+    lines += [f"- **{loop.item}** ({loop.title}): `{loop.call}`, each iteration i EXECUTEs `{loop.statement}`"
+              for loop in run.loops]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
 
     rs.write_section(out, run_section(

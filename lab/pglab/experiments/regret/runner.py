@@ -115,7 +115,8 @@ def run_sessions(conn: Conn, run: RegretRun, ts: TempShapesRun, progress: Progre
     wanted = set(options.sessions)
     for loop in (lp for lp in ss.loops(options.session_sizes) if lp.name in wanted):
         progress.update(task, description=f"sessions: {loop.name}")
-        measured = an.SessionLoop(loop.name, loop.title, loop.call(options.iterations))
+        measured = an.SessionLoop(loop.name, loop.title, loop.call(options.iterations),
+                                  f"format('{loop.statement}', {loop.arguments})")
         for config in SESSION_CONFIGS:  # untimed: warms caches, and the result to compare
             conn.execute(ss.switch(config == an.ON))
             measured.results[config] = call(conn, measured.call)
