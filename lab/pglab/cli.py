@@ -51,6 +51,7 @@ from pglab.experiments.buffered_plan import command as buffered_plan
 from pglab.experiments.flush_cost import command as flush_cost
 from pglab.experiments.overhead import command as overhead
 from pglab.experiments.parallel_temp import command as parallel_temp
+from pglab.experiments.regret import command as regret
 from pglab.experiments.sequence_cache import command as sequence_cache
 from pglab.experiments.temp_extend import command as temp_extend
 from pglab.experiments.temp_shapes import command as temp_shapes
@@ -66,6 +67,7 @@ COMMANDS = (
     sequence_cache,
     temp_shapes,
     overhead,
+    regret,
     html_report,
 )
 

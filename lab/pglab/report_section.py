@@ -97,6 +97,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment("overhead", "Zero cost when unused: pg_tempbuf loaded vs not (pgbench -S)", "pglab overhead --quick"),
     Experiment("temp-shapes", "Query shapes over temporary tables: off / on / UNLOGGED copy",
                "pglab temp-shapes --quick"),
+    Experiment("regret", "Regret: TPC-H loads, session loops and shapes, pg_tempbuf on vs off and an UNLOGGED copy",
+               "pglab regret --quick"),
 )
 
 
