@@ -87,6 +87,13 @@ typedef struct PlanningState
 	 * Temp Seq Scan's workers away from them instead).
 	 */
 	bool		runs_opaque_code;
+
+	/*
+	 * The two above, for a statement of one query level, are found when a
+	 * temporary table first gets paths of ours, from the query being
+	 * planned (code_facts_walker()): most such statements never get there.
+	 */
+	Query	   *code_facts_pending;
 } PlanningState;
 
 static PlanningState planning = {0};
@@ -129,6 +136,8 @@ typedef struct QueryFacts
 	bool		inspects_storage;	/* pg_column_size() and the like */
 	bool		runs_opaque_code;	/* code that may read tables: see below */
 	bool		may_use_workers;	/* names a table big enough for them */
+	bool		flat;			/* one query level: see flat_query_facts() */
+	bool		may_inline;		/* a function in FROM, whose body may come in */
 } QueryFacts;
 
 /*
@@ -174,6 +183,85 @@ is_storage_function(Oid funcid)
 	}
 }
 
+/* A relation the statement reads: is it temporary, named twice, big? */
+static void
+note_relation(QueryFacts *facts, RangeTblEntry *rte)
+{
+	bool		may_drive = false;
+	bool		has_children = false;
+
+	if (tb_relation_facts(rte->relid, &may_drive, &has_children) == RELPERSISTENCE_TEMP)
+	{
+		if (list_member_oid(facts->temp_relids, rte->relid))
+		{
+			facts->temp_read_twice = true;
+			facts->twice_relids = list_append_unique_oid(facts->twice_relids,
+														 rte->relid);
+		}
+		else
+			facts->temp_relids = lappend_oid(facts->temp_relids, rte->relid);
+		/* The parser sets inh on every reference without ONLY. */
+		if (rte->inh && has_children)
+			facts->temp_parent = true;
+	}
+	facts->may_use_workers |= may_drive;
+}
+
+/* Does this node ask how a value is stored, or run code that may read tables? */
+static void
+note_code(QueryFacts *facts, Node *node)
+{
+	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
+		facts->inspects_storage = true;
+	/* A domain's check constraint calls functions nobody sees here. */
+	if (check_functions_in_node(node, may_read_tables, NULL) ||
+		IsA(node, CoerceToDomain))
+		facts->runs_opaque_code = true;
+}
+
+/* note_code() over a query, sublinks included. */
+static bool
+code_facts_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	note_code((QueryFacts *) context, node);
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, code_facts_walker, context, 0);
+	return expression_tree_walker(node, code_facts_walker, context);
+}
+
+/*
+ * A statement of one query level (no sublink, CTE, subquery or set
+ * operation), the common case of a loop's EXECUTEd lookups and joins: its
+ * relations are its range table's, and its expressions need no walk
+ * before planning.  No scalar function the planner inlines brings a
+ * relation in (inline_function() takes only a body without FROM); a
+ * function in FROM may.  False, noting nothing, for any other statement.
+ */
+static bool
+flat_query_facts(Query *parse, QueryFacts *facts)
+{
+	ListCell   *lc;
+
+	if (parse->hasSubLinks || parse->cteList != NIL ||
+		parse->setOperations != NULL)
+		return false;
+	foreach(lc, parse->rtable)
+		if (lfirst_node(RangeTblEntry, lc)->rtekind == RTE_SUBQUERY)
+			return false;
+	foreach(lc, parse->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION)
+			note_relation(facts, rte);
+		else if (rte->rtekind == RTE_FUNCTION)
+			facts->may_inline = true;
+	}
+	return true;
+}
+
 /*
  * Which temporary relations does the planner's query read (sublinks, CTEs
  * and subqueries included), and does one of them appear twice?  Does it
@@ -188,36 +276,11 @@ query_facts_walker(Node *node, void *context)
 		return false;
 	if (IsA(node, RangeTblEntry))
 	{
-		RangeTblEntry *rte = (RangeTblEntry *) node;
-		bool		may_drive = false;
-		bool		has_children = false;
-
-		if (rte->rtekind == RTE_RELATION &&
-			tb_relation_facts(rte->relid, &may_drive, &has_children) == RELPERSISTENCE_TEMP)
-		{
-			if (list_member_oid(facts->temp_relids, rte->relid))
-			{
-				facts->temp_read_twice = true;
-				facts->twice_relids = list_append_unique_oid(facts->twice_relids,
-															 rte->relid);
-			}
-			else
-				facts->temp_relids = lappend_oid(facts->temp_relids,
-												 rte->relid);
-			/* The parser sets inh on every reference without ONLY. */
-			if (rte->inh && has_children)
-				facts->temp_parent = true;
-		}
-		if (rte->rtekind == RTE_RELATION)
-			facts->may_use_workers |= may_drive;
+		if (((RangeTblEntry *) node)->rtekind == RTE_RELATION)
+			note_relation(facts, (RangeTblEntry *) node);
 		return false;
 	}
-	if (IsA(node, FuncExpr) && is_storage_function(((FuncExpr *) node)->funcid))
-		facts->inspects_storage = true;
-	/* A domain's check constraint calls functions nobody sees here. */
-	if (check_functions_in_node(node, may_read_tables, NULL) ||
-		IsA(node, CoerceToDomain))
-		facts->runs_opaque_code = true;
+	note_code(facts, node);
 	if (IsA(node, Query))
 	{
 		ListCell   *lc;
@@ -345,7 +408,7 @@ may_need_replan(const QueryFacts *facts)
 {
 	return facts->temp_relids != NIL &&
 		(facts->temp_read_twice || facts->temp_parent ||
-		 facts->runs_opaque_code);
+		 (facts->flat ? facts->may_inline : facts->runs_opaque_code));
 }
 
 /*
@@ -367,7 +430,9 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_stock(parse, query_string, cursorOptions, boundParams);
 
-	query_facts_walker((Node *) parse, &facts);
+	facts.flat = flat_query_facts(parse, &facts);
+	if (!facts.flat)
+		query_facts_walker((Node *) parse, &facts);
 	if (facts.temp_relids == NIL ||
 		!(facts.may_use_workers || TbParallelForced()))
 		return plan_stock(parse, query_string, cursorOptions, boundParams);
@@ -383,6 +448,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	planning.paths_offered = 0;
 	planning.inspects_storage = facts.inspects_storage;
 	planning.runs_opaque_code = facts.runs_opaque_code;
+	planning.code_facts_pending = facts.flat ? parse : NULL;
 	PG_TRY();
 	{
 		for (;;)
@@ -396,7 +462,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 			if (planning.paths_offered == 0)
 				break;
 			conflict = tb_settle_temp_scans(result, planning.inspects_storage,
-											facts.runs_opaque_code);
+											planning.runs_opaque_code);
 			if (!OidIsValid(conflict))
 				break;
 			/* may_need_replan() said that this could not happen */
@@ -1010,6 +1076,21 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (rel->reloptkind == RELOPT_OTHER_MEMBER_REL &&
 		!mark_ancestors_parallel(root, rel))
 		return;
+
+	/*
+	 * A statement of one query level: its expressions, preprocessed in
+	 * place by now (constants folded, which only removes calls that will
+	 * not run), are all in the query being planned.
+	 */
+	if (planning.code_facts_pending)
+	{
+		QueryFacts	code = {0};
+
+		code_facts_walker((Node *) planning.code_facts_pending, &code);
+		planning.inspects_storage = code.inspects_storage;
+		planning.runs_opaque_code |= code.runs_opaque_code;
+		planning.code_facts_pending = NULL;
+	}
 
 	/* The parser holds a lock on the table already. */
 	relation = table_open(rte->relid, NoLock);
