@@ -14,6 +14,7 @@ from pglab.cli import main
 from pglab.errors import LabError
 from pglab.experiments.regret import analysis as an
 from pglab.experiments.regret.sessions import LOOP_NAMES
+from pglab.experiments.temp_shapes import analysis as shapes_an
 from pglab.experiments.temp_shapes.workload import SHAPE_NAMES
 
 
@@ -49,6 +50,9 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str, capsys: pytest.Ca
     assert {d["part"] for d in results["distributions"]} >= {"TPC-H", "TPC-H load 1", "TPC-H load 2",
                                                               "session loops", "shapes", "all"}
     assert len(results["acceptance"]) == 4 and results["baseline"]["vs_off"] == pytest.approx(0.01)
+    decisions = results["decisions"]
+    assert decisions["items"] == 2 * 22 + len(SHAPE_NAMES) and 0 <= decisions["chosen"] <= decisions["items"]
+    assert decisions["lost"]["1"] >= decisions["lost"]["0.95"] >= decisions["lost"]["0.9"]
     assert results["acceptance"][-1]["passed"]  # any geomean is above the made-up baseline's 0.01
 
     section = json.loads((out / "section.json").read_text())
@@ -165,3 +169,30 @@ def test_baseline_geomeans_of_both_formats(tmp_path: Path) -> None:
     bad.write_text("not json")
     with pytest.raises(LabError, match="cannot read"):
         an.read_baseline(bad)
+
+
+def _summary(item: str, off_ms: float, on_ms: float, on_outline: str) -> shapes_an.ItemSummary:
+    def plan(outline: str) -> shapes_an.PlanShape:
+        return shapes_an.PlanShape(gather=False, gathers=0, workers_planned=0, workers_launched=0, temp_scans=0,
+                                   parallel_temp_scans=0, leader_only=False, scans=(), outline=outline,
+                                   execution_ms=0.0)
+    return shapes_an.ItemSummary(part="tpch", item=item, title=item, configs=("off", "on", "unlogged"),
+                                 reference="unlogged", median_ms={"off": off_ms, "on": on_ms, "unlogged": off_ms},
+                                 plans={"off": plan("Seq Scan"), "on": plan(on_outline)}, results_equal=True,
+                                 mismatches=(), acceptance_vs_reference=False)
+
+
+def test_decisions_count_plans_of_ours_that_lost() -> None:
+    pairs = [
+        (1, _summary("q01", 100.0, 50.0, "Gather")),  # ours, won
+        (1, _summary("q02", 100.0, 104.0, "Gather")),  # ours, lost by 4%: below 1 only
+        (2, _summary("q02", 100.0, 125.0, "Gather")),  # ours, lost by 25%
+        (2, _summary("q03", 100.0, 150.0, "Seq Scan")),  # the same plan: noise, not a decision
+        (None, _summary("self_join", float("nan"), 10.0, "Gather")),  # no off time: not judged
+    ]
+    d = an.decisions_of(pairs)
+    assert d.items == 4 and d.chosen == 3
+    assert d.lost == {"1": 2, "0.95": 1, "0.9": 1}
+    assert d.worst == pytest.approx(0.8) and d.worst_where == "tpch q02 (load 2)"
+    none = an.decisions_of([])
+    assert none.chosen == 0 and math.isnan(none.worst) and none.worst_where == ""

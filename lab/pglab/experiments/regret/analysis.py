@@ -12,7 +12,7 @@ import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +255,51 @@ class RegretRun:
         bad += [f"shapes {s.item} ({', '.join(s.mismatches) or 'no off result'})"
                 for s in self.shape_summaries() if not s.results_equal]
         return bad
+
+
+# A plan of ours "lost" when off ran faster than on by at least these (ratio off/on below them).
+LOSS_THRESHOLDS = (1.0, 0.95, 0.9)
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """How often pg_tempbuf on chose another plan than off (TPC-H per load, and the shapes), and how often
+    that plan then ran slower than off's: issue 28's "how often a plan of ours was chosen and lost"."""
+
+    items: int  # TPC-H (query, load) pairs and shapes with both plans and times
+    chosen: int  # of them, on's plan differs from off's
+    lost: dict[str, int]  # "0.95" -> chosen items whose ratio off/on is below 0.95
+    worst: float  # the lowest ratio off/on among the chosen
+    worst_where: str
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def decisions(run: RegretRun) -> Decisions:
+    pairs: list[tuple[int | None, shapes_an.ItemSummary]] = [
+        (load, s) for load, items in run.tpch_summaries().items() for s in items]
+    pairs += [(None, s) for s in run.shape_summaries()]
+    return decisions_of(pairs)
+
+
+def decisions_of(pairs: Sequence[tuple[int | None, shapes_an.ItemSummary]]) -> Decisions:
+    """Decisions over (TPC-H load or None for a shape, item summary) pairs."""
+    judged = []
+    for load, s in pairs:
+        on, off = s.plans.get(ON), s.plans.get(OFF)
+        value = ratio(s.median_ms.get(OFF), s.median_ms.get(ON))
+        if on is None or off is None or not math.isfinite(value):
+            continue
+        judged.append((load, s, value, on.outline != off.outline))
+    chosen = [(load, s, value) for load, s, value, differs in judged if differs]
+    worst = min(chosen, key=lambda c: c[2], default=None)
+    return Decisions(
+        items=len(judged), chosen=len(chosen),
+        lost={f"{t:g}": sum(1 for c in chosen if c[2] < t) for t in LOSS_THRESHOLDS},
+        worst=worst[2] if worst else math.nan,
+        worst_where=(f"{TPCH_PART if worst[0] is not None else SHAPES_PART} {worst[1].item}"
+                     + (f" (load {worst[0]})" if worst[0] is not None else "")) if worst else "")
 
 
 @dataclass(frozen=True)

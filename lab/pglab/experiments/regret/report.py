@@ -162,6 +162,17 @@ def shapes_table(run: RegretRun) -> rs.Table:
                                    f"{run.options.shape_repetitions} interleaved runs per configuration"))
 
 
+def decisions_table(run: RegretRun) -> rs.Table:
+    d = an.decisions(run)
+    rows = [["items (TPC-H query x load, shapes) with both plans timed", d.items],
+            ["on chose another plan than off (a plan of ours)", d.chosen]]
+    rows += [[f"... and ran slower than off by {100 * (1 / float(t) - 1):.0f}% or more" if float(t) < 1
+              else "... and ran slower than off", n] for t, n in d.lost.items()]
+    rows.append(["worst of those (off/on)", f"{d.worst:.3f} ({d.worst_where})" if d.chosen else "-"])
+    return rs.Table(["decisions", "count"], rows,
+                    caption="How often a plan of ours was chosen, and how often it lost to off's plan")
+
+
 def acceptance_table(run: RegretRun) -> rs.Table:
     return rs.Table(["issue 28 line", "result", "detail"],
                     [[c.what, "pass" if c.passed else "FAIL", c.detail] for c in an.acceptance(run)],
@@ -204,6 +215,7 @@ def write_raw(run: RegretRun) -> None:
         "distributions": [{"part": part, "reference": reference, **d.as_json()}
                           for part, reference, d in distribution_rows(run)],
         "acceptance": [asdict(c) for c in an.acceptance(run)],
+        "decisions": an.decisions(run).as_json(),
         "baseline": asdict(run.baseline) if run.baseline is not None else None,
         "mismatches": run.mismatches(),
         "ratios": [asdict(r) for r in run.ratios()],
@@ -243,6 +255,8 @@ def report(run: RegretRun, console: Console) -> int:
         tables.append(sessions_table(run))
     if run.shapes:
         tables.append(shapes_table(run))
+    if run.loads or run.shapes:
+        tables.append(decisions_table(run))
     mismatches = run.mismatches()
     notes = [
         "Ratio = median(reference) / median(on), the reference being pg_tempbuf.parallel_scan = off or the same "
