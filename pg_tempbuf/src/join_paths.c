@@ -54,16 +54,16 @@
 static set_join_pathlist_hook_type prev_set_join_pathlist_hook = NULL;
 
 /* The top level's base relations' hidden paths, by relid. */
-static PlannerInfo *hidden_root = NULL;
-static List **hidden_paths = NULL;
-static int	hidden_size = 0;
+static TbHiddenPaths hidden = {NULL, NULL, 0};
 
+/* As tb_worker_gate_swap(): each statement being planned has its own. */
 void
-tb_join_paths_reset(void)
+tb_hidden_paths_swap(TbHiddenPaths *state)
 {
-	hidden_root = NULL;
-	hidden_paths = NULL;
-	hidden_size = 0;
+	TbHiddenPaths previous = hidden;
+
+	hidden = *state;
+	*state = previous;
 }
 
 /*
@@ -83,17 +83,21 @@ tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path)
 		add_path(rel, path);
 		return;
 	}
-	if (hidden_root != root)
+	if (hidden.root != root)
 	{
-		hidden_size = root->simple_rel_array_size;
-		hidden_paths = MemoryContextAllocZero(root->planner_cxt,
-											  hidden_size * sizeof(List *));
-		hidden_root = root;
+		hidden.size = root->simple_rel_array_size;
+		hidden.paths = MemoryContextAllocZero(root->planner_cxt,
+											  hidden.size * sizeof(List *));
+		hidden.root = root;
 	}
-	Assert(rel->relid < hidden_size);
-	rel->pathlist = hidden_paths[rel->relid];
+	if (rel->relid >= hidden.size)
+	{
+		add_path(rel, path);
+		return;
+	}
+	rel->pathlist = hidden.paths[rel->relid];
 	add_path(rel, path);
-	hidden_paths[rel->relid] = rel->pathlist;
+	hidden.paths[rel->relid] = rel->pathlist;
 	rel->pathlist = visible;
 }
 
@@ -107,9 +111,9 @@ safe_paths_of(PlannerInfo *root, RelOptInfo *rel)
 	foreach(lc, rel->pathlist)
 		if (((Path *) lfirst(lc))->parallel_safe)
 			safe = lappend(safe, lfirst(lc));
-	if (hidden_root == root && rel->reloptkind == RELOPT_BASEREL &&
-		rel->relid < hidden_size)
-		safe = list_concat(safe, hidden_paths[rel->relid]);
+	if (hidden.root == root && rel->reloptkind == RELOPT_BASEREL &&
+		rel->relid < hidden.size)
+		safe = list_concat(safe, hidden.paths[rel->relid]);
 	return safe;
 }
 
@@ -205,7 +209,8 @@ tb_set_join_pathlist(PlannerInfo *root, RelOptInfo *joinrel,
 		prev_set_join_pathlist_hook(root, joinrel, outerrel, innerrel,
 									jointype, extra);
 
-	if (rejoining || !tb_planning_offered_paths() || !joinrel->consider_parallel)
+	if (rejoining || !tb_planning_offered_paths() || !joinrel->consider_parallel ||
+		!tb_join_may_use_workers(root, joinrel))
 		return;
 
 	/* Core's own search had parallel-safe inputs everywhere: nothing to add. */

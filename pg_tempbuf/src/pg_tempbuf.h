@@ -362,7 +362,13 @@ extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
 extern char tb_relation_facts(Oid relid, bool *may_drive, bool *has_children);
 extern bool tb_level_may_use_workers(PlannerInfo *root);
 extern bool tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel);
-extern void tb_worker_gate_reset(void);
+extern bool tb_join_may_use_workers(PlannerInfo *root, RelOptInfo *joinrel);
+typedef struct TbWorkerGate
+{
+	PlannerInfo *root;			/* whose drivers are known */
+	Relids		drivers;
+} TbWorkerGate;
+extern void tb_worker_gate_swap(TbWorkerGate *state);
 
 /* planner.c: hooks that offer the paths */
 extern void tb_install_planner_hooks(void);
@@ -372,7 +378,13 @@ extern bool tb_planning_reads_twice(Oid relid);
 /* join_paths.c: parallel-safe paths for joins of temporary tables */
 extern void tb_install_join_hook(void);
 extern void tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
-extern void tb_join_paths_reset(void);
+typedef struct TbHiddenPaths
+{
+	PlannerInfo *root;			/* whose base relations' paths these are */
+	List	  **paths;			/* by relid */
+	int			size;
+} TbHiddenPaths;
+extern void tb_hidden_paths_swap(TbHiddenPaths *state);
 
 /* plan_walk.c: one kind of read per temporary table in a finished plan */
 extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,

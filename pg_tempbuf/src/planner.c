@@ -423,6 +423,8 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
 	PlanningState saved = planning;
+	TbWorkerGate saved_gate = {NULL, NULL};
+	TbHiddenPaths saved_hidden = {NULL, NULL, 0};
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
 	QueryFacts	facts = {0};
@@ -449,14 +451,19 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	planning.inspects_storage = facts.inspects_storage;
 	planning.runs_opaque_code = facts.runs_opaque_code;
 	planning.code_facts_pending = facts.flat ? parse : NULL;
+	tb_worker_gate_swap(&saved_gate);
+	tb_hidden_paths_swap(&saved_hidden);
 	PG_TRY();
 	{
 		for (;;)
 		{
 			Oid			conflict;
+			TbWorkerGate fresh_gate = {NULL, NULL};
+			TbHiddenPaths fresh_hidden = {NULL, NULL, 0};
 
-			tb_worker_gate_reset();
-			tb_join_paths_reset();
+			/* A plan made again starts from nothing (its roots are new). */
+			tb_worker_gate_swap(&fresh_gate);
+			tb_hidden_paths_swap(&fresh_hidden);
 			result = plan_with(parse, query_string, cursorOptions,
 							   boundParams);
 			if (planning.paths_offered == 0)
@@ -482,6 +489,8 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	PG_FINALLY();
 	{
 		planning = saved;
+		tb_worker_gate_swap(&saved_gate);
+		tb_hidden_paths_swap(&saved_hidden);
 	}
 	PG_END_TRY();
 

@@ -27,7 +27,9 @@
  *	- a join of the top level, once all its base relations have paths
  *	  (tb_join_may_be_inner()): is there a driver outside it?  Only then
  *	  can it be the inner side of a parallel join, which its parallel-safe
- *	  paths (join_paths.c) are for.
+ *	  paths (join_paths.c) are for.  And the join of the whole level
+ *	  (tb_join_may_use_workers()), once core has a serial path of it
+ *	  cheaper than a Gather's setup: no parallel plan can win.
  *
  * Each answers "maybe" where it cannot know, so nothing that could win is
  * skipped.  debug_parallel_query (force_parallel_mode before 16) puts
@@ -50,14 +52,20 @@
 #include "pg_tempbuf.h"
 
 /* The top query level's drivers, found once its base relations have paths. */
-static PlannerInfo *drivers_root = NULL;
-static Relids drivers = NULL;
+static TbWorkerGate gate = {NULL, NULL};
 
+/*
+ * Put state in place of the statement's, handing back the one it had: a
+ * statement planned while another is (a function the planner evaluates)
+ * has its own.
+ */
 void
-tb_worker_gate_reset(void)
+tb_worker_gate_swap(TbWorkerGate *state)
 {
-	drivers_root = NULL;
-	drivers = NULL;
+	TbWorkerGate previous = gate;
+
+	gate = *state;
+	*state = previous;
 }
 
 /* Could a table of this many pages, with indexes or not, be read in parallel? */
@@ -66,6 +74,22 @@ pages_may_be_partial(double pages, bool has_index)
 {
 	return pages >= (double) min_parallel_table_scan_size ||
 		(has_index && pages >= (double) min_parallel_index_scan_size);
+}
+
+/*
+ * A temporary table's size in blocks.  Only this backend extends or
+ * truncates its file, and smgr keeps the size it last found or made
+ * (smgr_cached_nblocks, which core trusts only in recovery, since other
+ * backends change permanent relations' files): the last planning's lseek()
+ * serves again, a system call that a loop of short statements would pay
+ * once more per table.  Without it, the file is asked.
+ */
+static BlockNumber
+temp_relation_blocks(Relation relation)
+{
+	BlockNumber cached = RelationGetSmgr(relation)->smgr_cached_nblocks[MAIN_FORKNUM];
+
+	return cached != InvalidBlockNumber ? cached : RelationGetNumberOfBlocks(relation);
 }
 
 /*
@@ -108,7 +132,7 @@ tb_relation_facts(Oid relid, bool *may_drive, bool *has_children)
 
 			/* Another session's: planning it fails in core anyway. */
 			if (!RELATION_IS_OTHER_TEMP(relation))
-				pages = Max(pages, RelationGetNumberOfBlocks(relation));
+				pages = Max(pages, temp_relation_blocks(relation));
 			relation_close(relation, NoLock);
 		}
 		*may_drive = pages_may_be_partial(pages, form->relhasindex);
@@ -198,6 +222,24 @@ tb_level_may_use_workers(PlannerInfo *root)
 }
 
 /*
+ * May a plan of joinrel use workers at all?  Not the join of the whole
+ * top level once core found it a serial path cheaper than a Gather's
+ * setup, which every parallel plan of it pays (a small table joined to a
+ * big one through its index, say).
+ */
+bool
+tb_join_may_use_workers(PlannerInfo *root, RelOptInfo *joinrel)
+{
+	Cost		serial;
+
+	if (TbParallelForced() || root->parent_root != NULL ||
+		!bms_is_subset(root->all_baserels, joinrel->relids))
+		return true;
+	serial = cheapest_serial_cost(joinrel);
+	return serial < 0 || serial >= parallel_setup_cost;
+}
+
+/*
  * May joinrel be the inner side of a parallel join: is there a driver
  * outside it?  Every base relation of the top level has its paths by the
  * time joins are made, so its drivers are found once.
@@ -207,21 +249,21 @@ tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel)
 {
 	if (TbParallelForced() || root->parent_root != NULL)
 		return true;
-	if (drivers_root != root)
+	if (gate.root != root)
 	{
 		/* GEQO makes joins in a context it resets: keep them in the root's. */
 		MemoryContext oldcxt = MemoryContextSwitchTo(root->planner_cxt);
 
-		drivers = NULL;
+		gate.drivers = NULL;
 		for (int i = 1; i < root->simple_rel_array_size; i++)
 		{
 			RelOptInfo *rel = root->simple_rel_array[i];
 
 			if (rel != NULL && base_rel_may_drive(root, rel))
-				drivers = bms_add_member(drivers, i);
+				gate.drivers = bms_add_member(gate.drivers, i);
 		}
-		drivers_root = root;
+		gate.root = root;
 		MemoryContextSwitchTo(oldcxt);
 	}
-	return !bms_is_subset(drivers, joinrel->relids);
+	return !bms_is_subset(gate.drivers, joinrel->relids);
 }
