@@ -53,6 +53,7 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str, capsys: pytest.Ca
     decisions = results["decisions"]
     assert decisions["items"] == 2 * 22 + len(SHAPE_NAMES) and 0 <= decisions["chosen"] <= decisions["items"]
     assert decisions["lost"]["1"] >= decisions["lost"]["0.95"] >= decisions["lost"]["0.9"]
+    assert results["model_error"]["count"] <= decisions["chosen"]
     assert results["acceptance"][-1]["passed"]  # any geomean is above the made-up baseline's 0.01
 
     section = json.loads((out / "section.json").read_text())
@@ -171,14 +172,15 @@ def test_baseline_geomeans_of_both_formats(tmp_path: Path) -> None:
         an.read_baseline(bad)
 
 
-def _summary(item: str, off_ms: float, on_ms: float, on_outline: str) -> shapes_an.ItemSummary:
-    def plan(outline: str) -> shapes_an.PlanShape:
+def _summary(item: str, off_ms: float, on_ms: float, on_outline: str,
+             off_cost: float = 100.0, on_cost: float = 100.0) -> shapes_an.ItemSummary:
+    def plan(outline: str, cost: float) -> shapes_an.PlanShape:
         return shapes_an.PlanShape(gather=False, gathers=0, workers_planned=0, workers_launched=0, temp_scans=0,
                                    parallel_temp_scans=0, leader_only=False, scans=(), outline=outline,
-                                   execution_ms=0.0)
+                                   execution_ms=0.0, total_cost=cost)
     return shapes_an.ItemSummary(part="tpch", item=item, title=item, configs=("off", "on", "unlogged"),
                                  reference="unlogged", median_ms={"off": off_ms, "on": on_ms, "unlogged": off_ms},
-                                 plans={"off": plan("Seq Scan"), "on": plan(on_outline)}, results_equal=True,
+                                 plans={"off": plan("Seq Scan", off_cost), "on": plan(on_outline, on_cost)}, results_equal=True,
                                  mismatches=(), acceptance_vs_reference=False)
 
 
@@ -196,3 +198,16 @@ def test_decisions_count_plans_of_ours_that_lost() -> None:
     assert d.worst == pytest.approx(0.8) and d.worst_where == "tpch q02 (load 2)"
     none = an.decisions_of([])
     assert none.chosen == 0 and math.isnan(none.worst) and none.worst_where == ""
+
+
+def test_model_error_compares_predicted_and_measured_speedups() -> None:
+    items = [
+        _summary("q01", 100.0, 50.0, "Gather", off_cost=300.0, on_cost=100.0),  # predicted 3, measured 2
+        _summary("q02", 100.0, 125.0, "Gather", off_cost=104.0, on_cost=100.0),  # predicted 1.04, lost: 0.8
+        _summary("q03", 100.0, 100.0, "Seq Scan", off_cost=100.0, on_cost=100.0),  # same plan: left out
+    ]
+    e = an.model_error_of(items)
+    assert e.count == 2 and e.quotients == pytest.approx(sorted([2 / 3, 0.8 / 1.04]))
+    assert e.median == pytest.approx((2 / 3 + 0.8 / 1.04) / 2)
+    assert e.near == {"0.05": (1, 1), "0.1": (1, 1), "0.2": (1, 1)}
+    assert an.model_error_of([]).count == 0

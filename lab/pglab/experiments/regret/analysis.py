@@ -303,6 +303,54 @@ def decisions_of(pairs: Sequence[tuple[int | None, shapes_an.ItemSummary]]) -> D
 
 
 @dataclass(frozen=True)
+class ModelError:
+    """The cost model's error on the plans of ours that were chosen: for each TPC-H item and shape whose
+    plan with pg_tempbuf on differs from off's, the planner's predicted speedup (off's plan cost / on's) beside
+    the measured one (off's time / on's), and their quotient measured / predicted (1: the model was right; below
+    1: the plan of ours was slower than priced)."""
+
+    count: int
+    quotients: list[float]  # measured / predicted, sorted
+    p10: float
+    median: float
+    p90: float
+    # chosen plans whose predicted advantage was below these, and of them how many lost (measured < 1)
+    near: dict[str, tuple[int, int]]
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+NEAR_MARGINS = (0.05, 0.1, 0.2)
+
+
+def model_error(run: RegretRun) -> ModelError:
+    pairs: list[tuple[int | None, shapes_an.ItemSummary]] = [
+        (load, s) for load, items in run.tpch_summaries().items() for s in items]
+    pairs += [(None, s) for s in run.shape_summaries()]
+    return model_error_of([s for _, s in pairs])
+
+
+def model_error_of(items: Sequence[shapes_an.ItemSummary]) -> ModelError:
+    found: list[tuple[float, float]] = []  # (predicted, measured)
+    for s in items:
+        on, off = s.plans.get(ON), s.plans.get(OFF)
+        if on is None or off is None or on.outline == off.outline:
+            continue
+        predicted = ratio(off.total_cost, on.total_cost)
+        measured = ratio(s.median_ms.get(OFF), s.median_ms.get(ON))
+        if math.isfinite(predicted) and math.isfinite(measured) and predicted > 0:
+            found.append((predicted, measured))
+    quotients = sorted(m / p for p, m in found)
+    near = {f"{t:g}": (sum(1 for p, _ in found if p < 1 + t), sum(1 for p, m in found if p < 1 + t and m < 1))
+            for t in NEAR_MARGINS}
+    if not quotients:
+        return ModelError(0, [], math.nan, math.nan, math.nan, near)
+    return ModelError(len(quotients), quotients, float(np.percentile(quotients, 10)),
+                      float(np.median(quotients)), float(np.percentile(quotients, 90)), near)
+
+
+@dataclass(frozen=True)
 class Check:
     """One acceptance line of issue 28 and whether this run meets it."""
 

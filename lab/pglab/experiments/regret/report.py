@@ -173,6 +173,22 @@ def decisions_table(run: RegretRun) -> rs.Table:
                     caption="How often a plan of ours was chosen, and how often it lost to off's plan")
 
 
+def model_error_table(run: RegretRun) -> rs.Table:
+    e = an.model_error(run)
+    rows: list[list[Any]] = [
+        ["plans of ours chosen with both costs and times", e.count],
+        ["measured / predicted speedup: p10", f"{e.p10:.2f}" if e.count else "-"],
+        ["... median", f"{e.median:.2f}" if e.count else "-"],
+        ["... p90", f"{e.p90:.2f}" if e.count else "-"],
+    ]
+    rows += [[f"predicted to win by less than {100 * float(t):.0f}%: chosen / lost", f"{n} / {lost}"]
+             for t, (n, lost) in e.near.items()]
+    return rs.Table(["cost model", "value"], rows,
+                    caption="The cost model's error on the plans of ours that were chosen: predicted speedup = off's "
+                            "plan cost / on's, measured = off's time / on's (pg_tempbuf.parallel_margin included "
+                            "in on's cost)")
+
+
 def acceptance_table(run: RegretRun) -> rs.Table:
     return rs.Table(["issue 28 line", "result", "detail"],
                     [[c.what, "pass" if c.passed else "FAIL", c.detail] for c in an.acceptance(run)],
@@ -216,6 +232,7 @@ def write_raw(run: RegretRun) -> None:
                           for part, reference, d in distribution_rows(run)],
         "acceptance": [asdict(c) for c in an.acceptance(run)],
         "decisions": an.decisions(run).as_json(),
+        "model_error": an.model_error(run).as_json(),
         "baseline": asdict(run.baseline) if run.baseline is not None else None,
         "mismatches": run.mismatches(),
         "ratios": [asdict(r) for r in run.ratios()],
@@ -256,7 +273,7 @@ def report(run: RegretRun, console: Console) -> int:
     if run.shapes:
         tables.append(shapes_table(run))
     if run.loads or run.shapes:
-        tables.append(decisions_table(run))
+        tables += [decisions_table(run), model_error_table(run)]
     mismatches = run.mismatches()
     notes = [
         "Ratio = median(reference) / median(on), the reference being pg_tempbuf.parallel_scan = off or the same "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class PlanShape:
     scans: tuple[str, ...]  # "Parallel Seq Scan on big", "Custom Scan (Temp Seq Scan) on tmp_keys", ...
     outline: str  # the node tree in one line
     execution_ms: float
+    total_cost: float = math.nan  # the planner's estimate for the whole plan
 
     @property
     def parallel(self) -> bool:
@@ -110,6 +112,7 @@ def plan_shape(explain: Any) -> PlanShape:
         scans=tuple(node_label(n) for n in nodes if "Scan" in str(n.get("Node Type", ""))),
         outline=_outline(root),
         execution_ms=float(top.get("Execution Time", 0.0)),
+        total_cost=float(root.get("Total Cost", math.nan)),
     )
 
 
