@@ -54,7 +54,7 @@
 static set_join_pathlist_hook_type prev_set_join_pathlist_hook = NULL;
 
 /* The top level's base relations' hidden paths, by relid. */
-static TbHiddenPaths hidden = {NULL, NULL, 0};
+static TbHiddenPaths hidden = {NULL, NULL, 0, NULL};
 
 /* As tb_worker_gate_swap(): each statement being planned has its own. */
 void
@@ -64,6 +64,36 @@ tb_hidden_paths_swap(TbHiddenPaths *state)
 
 	hidden = *state;
 	*state = previous;
+}
+
+/* Does rel keep our non-partial paths hidden (see the file header)? */
+bool
+tb_hides_paths(PlannerInfo *root, RelOptInfo *rel)
+{
+	if (root->parent_root != NULL || rel->reloptkind != RELOPT_BASEREL ||
+		TbParallelForced() ||
+		tb_planning_reads_twice(root->simple_rte_array[rel->relid]->relid))
+		return false;
+	if (hidden.root != root)
+	{
+		hidden.size = root->simple_rel_array_size;
+		hidden.paths = MemoryContextAllocZero(root->planner_cxt,
+											  hidden.size * sizeof(List *));
+		hidden.deferred = NULL;
+		hidden.root = root;
+	}
+	return rel->relid < hidden.size;
+}
+
+/* rel, which hides its paths, gets them only once a join asks. */
+void
+tb_defer_safe_paths(PlannerInfo *root, RelOptInfo *rel)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(root->planner_cxt);
+
+	Assert(hidden.root == root);
+	hidden.deferred = bms_add_member(hidden.deferred, rel->relid);
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*
@@ -76,21 +106,7 @@ tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path)
 {
 	List	   *visible = rel->pathlist;
 
-	if (root->parent_root != NULL || rel->reloptkind != RELOPT_BASEREL ||
-		TbParallelForced() ||
-		tb_planning_reads_twice(root->simple_rte_array[rel->relid]->relid))
-	{
-		add_path(rel, path);
-		return;
-	}
-	if (hidden.root != root)
-	{
-		hidden.size = root->simple_rel_array_size;
-		hidden.paths = MemoryContextAllocZero(root->planner_cxt,
-											  hidden.size * sizeof(List *));
-		hidden.root = root;
-	}
-	if (rel->relid >= hidden.size)
+	if (!tb_hides_paths(root, rel))
 	{
 		add_path(rel, path);
 		return;
@@ -108,6 +124,16 @@ safe_paths_of(PlannerInfo *root, RelOptInfo *rel)
 	List	   *safe = NIL;
 	ListCell   *lc;
 
+	/* Deferred paths are made now, to last as long as the rel does. */
+	if (hidden.root == root && rel->reloptkind == RELOPT_BASEREL &&
+		bms_is_member(rel->relid, hidden.deferred))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(root->planner_cxt);
+
+		hidden.deferred = bms_del_member(hidden.deferred, rel->relid);
+		tb_offer_deferred_paths(root, rel);
+		MemoryContextSwitchTo(oldcxt);
+	}
 	foreach(lc, rel->pathlist)
 		if (((Path *) lfirst(lc))->parallel_safe)
 			safe = lappend(safe, lfirst(lc));

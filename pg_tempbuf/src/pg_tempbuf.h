@@ -361,6 +361,7 @@ extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
 /* worker_gate.c: where no worker can pay, planning stays stock */
 extern char tb_relation_facts(Oid relid, bool *may_drive, bool *has_children);
 extern bool tb_level_may_use_workers(PlannerInfo *root);
+extern bool tb_rel_may_be_partial(RelOptInfo *rel);
 extern bool tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel);
 extern bool tb_join_may_use_workers(PlannerInfo *root, RelOptInfo *joinrel);
 typedef struct TbWorkerGate
@@ -374,15 +375,19 @@ extern void tb_worker_gate_swap(TbWorkerGate *state);
 extern void tb_install_planner_hooks(void);
 extern bool tb_planning_offered_paths(void);
 extern bool tb_planning_reads_twice(Oid relid);
+extern void tb_offer_deferred_paths(PlannerInfo *root, RelOptInfo *rel);
 
 /* join_paths.c: parallel-safe paths for joins of temporary tables */
 extern void tb_install_join_hook(void);
 extern void tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
+extern bool tb_hides_paths(PlannerInfo *root, RelOptInfo *rel);
+extern void tb_defer_safe_paths(PlannerInfo *root, RelOptInfo *rel);
 typedef struct TbHiddenPaths
 {
 	PlannerInfo *root;			/* whose base relations' paths these are */
 	List	  **paths;			/* by relid */
 	int			size;
+	Bitmapset  *deferred;		/* relids whose paths wait for a join */
 } TbHiddenPaths;
 extern void tb_hidden_paths_swap(TbHiddenPaths *state);
 

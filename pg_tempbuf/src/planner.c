@@ -98,6 +98,7 @@ typedef struct PlanningState
 
 static PlanningState planning = {0};
 
+static void offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte);
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,
 								 List *clauses, List *custom_plans);
@@ -424,7 +425,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 {
 	PlanningState saved = planning;
 	TbWorkerGate saved_gate = {NULL, NULL};
-	TbHiddenPaths saved_hidden = {NULL, NULL, 0};
+	TbHiddenPaths saved_hidden = {NULL, NULL, 0, NULL};
 	PlannedStmt *result;
 	Query	   *pristine = NULL;
 	QueryFacts	facts = {0};
@@ -459,7 +460,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		{
 			Oid			conflict;
 			TbWorkerGate fresh_gate = {NULL, NULL};
-			TbHiddenPaths fresh_hidden = {NULL, NULL, 0};
+			TbHiddenPaths fresh_hidden = {NULL, NULL, 0, NULL};
 
 			/* A plan made again starts from nothing (its roots are new). */
 			tb_worker_gate_swap(&fresh_gate);
@@ -1051,15 +1052,6 @@ static void
 tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
 {
-	Relation	relation;
-	TbScanPrice price;
-	TbRelFileId heap_file;
-	bool		vm_known_clean;
-	bool		toast_sensitive;
-	bool		supported;
-	int			parallel_workers;
-	double		flush_cost;
-
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 
@@ -1100,6 +1092,38 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		planning.runs_opaque_code |= code.runs_opaque_code;
 		planning.code_facts_pending = NULL;
 	}
+
+	/*
+	 * A table no partial path can read, at the top level, is worth paths
+	 * only as a parallel join's inner side: join_paths.c asks for them when
+	 * a join may use them, and most statements never do (a small table
+	 * joined to a big one through its index).
+	 */
+	if (tb_hides_paths(root, rel) && !tb_rel_may_be_partial(rel))
+	{
+		rel->consider_parallel = true;
+		planning.paths_offered++;
+		tb_defer_safe_paths(root, rel);
+		return;
+	}
+	offer_paths(root, rel, rte);
+}
+
+/*
+ * Our paths for rel, a temporary table (or a member of one) that passed
+ * tb_set_rel_pathlist()'s checks.
+ */
+static void
+offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
+	Relation	relation;
+	TbScanPrice price;
+	TbRelFileId heap_file;
+	bool		vm_known_clean;
+	bool		toast_sensitive;
+	bool		supported;
+	int			parallel_workers;
+	double		flush_cost;
 
 	/* The parser holds a lock on the table already. */
 	relation = table_open(rte->relid, NoLock);
@@ -1162,6 +1186,13 @@ tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		add_temp_index_paths(root, rel, &price, vm_known_clean);
 		add_temp_bitmap_paths(root, rel, &price);
 	}
+}
+
+/* The paths tb_set_rel_pathlist() deferred for rel, now that a join asks. */
+void
+tb_offer_deferred_paths(PlannerInfo *root, RelOptInfo *rel)
+{
+	offer_paths(root, rel, root->simple_rte_array[rel->relid]);
 }
 
 static Plan *

@@ -142,8 +142,8 @@ tb_relation_facts(Oid relid, bool *may_drive, bool *has_children)
 }
 
 /* A base relation not priced yet: by its size, as the statement check. */
-static bool
-rel_size_may_drive(RelOptInfo *rel)
+bool
+tb_rel_may_be_partial(RelOptInfo *rel)
 {
 	ListCell   *lc;
 	bool		has_index = false;
@@ -190,12 +190,12 @@ base_rel_may_drive(PlannerInfo *root, RelOptInfo *rel)
 	if (root->simple_rte_array[rel->relid]->inh)
 		return true;
 	if (rel->pathlist == NIL)
-		return rel_size_may_drive(rel);
+		return tb_rel_may_be_partial(rel);
 	if (IS_DUMMY_REL(rel))
 		return false;
 	/* No partial path: core judged it (consider_parallel) or we gave none. */
 	if (rel->partial_pathlist == NIL &&
-		(rel->consider_parallel || !rel_size_may_drive(rel)))
+		(rel->consider_parallel || !tb_rel_may_be_partial(rel)))
 		return false;
 	return cheapest_serial_cost(rel) >= parallel_setup_cost;
 }
