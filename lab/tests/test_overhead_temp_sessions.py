@@ -160,11 +160,11 @@ def test_tiny_temp_sessions_run(pg_config_path: str, tmp_path: Path) -> None:
     else:
         by_key = {(c["temp_buffers"], c["phase"], c["config"]): c for c in counts}
         assert len(by_key) == 8 and all(float(c["planning_ir"]) > 0 for c in counts)
-        # Only a cold planning with pg_tempbuf on walks the pool, once per planning.
-        assert [k for k, c in by_key.items() if c["census_calls"] != "0"] == [("8MB", COLD, ON), ("1GB", COLD, ON)]
-        assert all(by_key[(tb, COLD, ON)]["census_calls"] == "2" for tb in ("8MB", "1GB"))
-        # The census walks the buffers the session touched, not temp_buffers: the same table
-        # costs a cold planning about the same in a 1GB pool as in an 8MB one (not 128 times).
+        # A point lookup cannot pay for a worker (worker_gate.c): its planning prices nothing, so no
+        # planning walks the pool, not even the first one after a change (issue 20's cold case did).
+        assert [k for k, c in by_key.items() if c["census_calls"] != "0"] == []
+        # Nor does a cold planning grow with temp_buffers: about the same in a 1GB pool as in an 8MB
+        # one (not 128 times).
         cold = {tb: float(by_key[(tb, COLD, ON)]["planning_ir"]) for tb in ("8MB", "1GB")}
         assert cold["1GB"] < 1.5 * cold["8MB"], cold
         assert len(list((out / "callgrind").glob("point-*.out"))) == 8
