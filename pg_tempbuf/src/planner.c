@@ -131,7 +131,6 @@ typedef struct QueryFacts
 {
 	List	   *temp_relids;		/* temporary relations read, anywhere */
 	List	   *twice_relids;		/* those named more than once */
-	bool		temp_read_twice;	/* maybe one of them in two scans */
 	bool		cte_read_twice;		/* a CTE referenced more than once */
 	bool		temp_parent;		/* one with children the planner adds */
 	bool		inspects_storage;	/* pg_column_size() and the like */
@@ -194,11 +193,8 @@ note_relation(QueryFacts *facts, RangeTblEntry *rte)
 	if (tb_relation_facts(rte->relid, &may_drive, &has_children) == RELPERSISTENCE_TEMP)
 	{
 		if (list_member_oid(facts->temp_relids, rte->relid))
-		{
-			facts->temp_read_twice = true;
 			facts->twice_relids = list_append_unique_oid(facts->twice_relids,
 														 rte->relid);
-		}
 		else
 			facts->temp_relids = lappend_oid(facts->temp_relids, rte->relid);
 		/* The parser sets inh on every reference without ONLY. */
@@ -289,7 +285,7 @@ query_facts_walker(Node *node, void *context)
 		/* The planner inlines a CTE at each of its references. */
 		foreach(lc, ((Query *) node)->cteList)
 			if (lfirst_node(CommonTableExpr, lc)->cterefcount > 1)
-				facts->temp_read_twice = facts->cte_read_twice = true;
+				facts->cte_read_twice = true;
 		return query_tree_walker((Query *) node, query_facts_walker,
 								 context, QTW_EXAMINE_RTES_BEFORE);
 	}
@@ -408,7 +404,8 @@ static bool
 may_need_replan(const QueryFacts *facts)
 {
 	return facts->temp_relids != NIL &&
-		(facts->temp_read_twice || facts->temp_parent ||
+		(facts->twice_relids != NIL || facts->cte_read_twice ||
+		 facts->temp_parent ||
 		 (facts->flat ? facts->may_inline : facts->runs_opaque_code));
 }
 

@@ -276,11 +276,16 @@ class Decisions:
         return asdict(self)
 
 
-def decisions(run: RegretRun) -> Decisions:
+def judged_items(run: RegretRun) -> list[tuple[int | None, shapes_an.ItemSummary]]:
+    """The items whose plans and times decisions and the model's error judge: TPC-H per load, then the shapes
+    (load None)."""
     pairs: list[tuple[int | None, shapes_an.ItemSummary]] = [
         (load, s) for load, items in run.tpch_summaries().items() for s in items]
-    pairs += [(None, s) for s in run.shape_summaries()]
-    return decisions_of(pairs)
+    return pairs + [(None, s) for s in run.shape_summaries()]
+
+
+def decisions(run: RegretRun) -> Decisions:
+    return decisions_of(judged_items(run))
 
 
 def decisions_of(pairs: Sequence[tuple[int | None, shapes_an.ItemSummary]]) -> Decisions:
@@ -325,10 +330,7 @@ NEAR_MARGINS = (0.05, 0.1, 0.2)
 
 
 def model_error(run: RegretRun) -> ModelError:
-    pairs: list[tuple[int | None, shapes_an.ItemSummary]] = [
-        (load, s) for load, items in run.tpch_summaries().items() for s in items]
-    pairs += [(None, s) for s in run.shape_summaries()]
-    return model_error_of([s for _, s in pairs])
+    return model_error_of([s for _, s in judged_items(run)])
 
 
 def model_error_of(items: Sequence[shapes_an.ItemSummary]) -> ModelError:
