@@ -21,7 +21,8 @@
 
 #include "compat.h"
 
-/* GUCs, all defined in pg_tempbuf.c */
+/* guc.c: the settings */
+extern void tb_define_gucs(void);
 extern bool tb_parallel_scan_enabled;
 extern bool tb_index_scan_enabled;
 extern bool tb_verify_reread;
