@@ -9,7 +9,7 @@
  *
  * Pieces derived from core that stay beside the state they walk name their
  * source there: btree_reader.c's descent (from _bt_search(),
- * _bt_moveright() and _bt_binsrch()), temp_index_scan.c's HOT chain walk
+ * _bt_moveright() and _bt_binsrch()), heap_rows.c's HOT chain walk
  * (from heap_hot_search_buffer()) and toast_reader.c's chunk assembly
  * (from toast_fetch_datum() and heap_fetch_toast_slice()).  planner.c
  * repeats, in two calls of

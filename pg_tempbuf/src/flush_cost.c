@@ -97,7 +97,7 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
  * the rest itself from its buffers: the flush then spreads over the run
  * like the rest of the work, except that workers cannot go faster than
  * the pages they need are written; nothing is written when workers copy
- * the pages the leader holds out of its memory (page_reader.c).  Workers
+ * the pages the leader holds out of its memory (page_source.c).  Workers
  * read privately their share of the pages the leader holds in buffers
  * (from its memory or from the file: read_page_cost prices whichever this
  * machine does); the leader copies its own share from its buffers, as
@@ -135,25 +135,4 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	else
 		write_cost = tb_write_page_cost * price->dirty_pages * worker_share;
 	*run = Max(write_cost - cpu_run_cost, write_cost / divisor) + read_cost;
-}
-
-/*
- * EXPLAIN of a scan whose leader flushes before workers read: the flush the
- * planner priced (with COSTS), and with ANALYZE the one that happened.
- */
-void
-tb_explain_flush_estimate(ExplainState *es, int est_dirty_pages, double est_flush_cost)
-{
-	if (!es->costs)
-		return;
-	ExplainPropertyInteger("Flush Estimate Pages", NULL, est_dirty_pages, es);
-	ExplainPropertyFloat("Flush Estimate Cost", NULL, est_flush_cost, 2, es);
-}
-
-void
-tb_explain_flush_done(ExplainState *es, int64 pages_flushed, double flush_ms)
-{
-	ExplainPropertyInteger("Pages Flushed", NULL, pages_flushed, es);
-	if (es->timing)
-		ExplainPropertyFloat("Flush Time", "ms", flush_ms, 3, es);
 }

@@ -590,7 +590,7 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 /*
  * Where local buffer buf_id (an index, as in TbResidentPage) keeps its page
  * and its descriptor in this backend's memory, for a worker that copies it
- * from here (page_reader.c).
+ * from here (page_source.c).
  */
 void
 tb_local_buffer_addresses(int buf_id, uint64 *page_addr, uint64 *desc_addr)

@@ -146,7 +146,7 @@ tb_guard_prunable_pages(Relation rel, TbResidentPage *resident, int nresident,
 		else
 		{
 			/* In the file, as the leader last wrote it: no worker reads yet. */
-			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, scratch);
+			tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, scratch);
 			prunable = tb_page_may_be_pruned((Page) scratch);
 		}
 		if (!prunable)

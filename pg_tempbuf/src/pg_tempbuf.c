@@ -12,6 +12,7 @@
 #include "fmgr.h"
 
 #include "pg_tempbuf.h"
+#include "scan_run.h"
 
 PG_MODULE_MAGIC;
 
@@ -24,6 +25,6 @@ _PG_init(void)
 	tb_register_temp_scan();
 	tb_register_temp_index_scan();
 	tb_register_temp_bitmap_scan();
-	tb_install_executor_hooks();
+	tb_scan_run_install_hook();
 	tb_install_planner_hooks();
 }

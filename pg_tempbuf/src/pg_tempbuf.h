@@ -156,20 +156,28 @@ extern double tb_priced_flush(const TbScanPrice *price);
 extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 									int parallel_workers, double divisor,
 									Cost cpu_run_cost, Cost *startup, Cost *run);
-struct ExplainState;
-extern void tb_explain_flush_estimate(struct ExplainState *es, int est_dirty_pages,
-									  double est_flush_cost);
-extern void tb_explain_flush_done(struct ExplainState *es, int64 pages_flushed,
-								  double flush_ms);
 
-/* page_reader.c: private page copies */
-extern int	tb_read_page(Relation rel, ForkNumber fork, BlockNumber blkno,
-						 char *page, char *scratch);
+struct ExplainState;
+
+/* leader_admission.c: may workers read the leader's memory? */
 extern const char *tb_leader_copies_unavailable(void);
 extern bool tb_leader_pages_readable(void);
 extern bool tb_admit_workers(uint64 *hold, const char **reason);
 extern void tb_dismiss_workers(uint64 hold);
-extern int	tb_leader_read_errno(pid_t leader_pid, uint64 desc_addr);
+
+/*
+ * page_source.c: the one place a participant gets a temporary relation's
+ * page, from the leader's local buffers, its memory, or the file
+ */
+typedef struct TbPageSource TbPageSource;
+
+/* sequential: the caller's page buffer, from the file or the leader */
+extern int	tb_page_source_read_file(Relation rel, ForkNumber fork, BlockNumber blkno,
+									 char *page, char *scratch);
+extern void tb_page_source_read_image(Relation rel, ForkNumber fork,
+									  BlockNumber blkno, char *page);
+extern int	tb_page_source_leader_errno(pid_t leader_pid, uint64 desc_addr);
+
 /* A page in the leader's local buffers, for a worker to copy from there. */
 typedef struct TbLeaderPage
 {
@@ -181,9 +189,17 @@ typedef struct TbLeaderPage
 /* The most pages a worker copies from the leader in one call. */
 #define TB_LEADER_COPY_BATCH	16
 
-extern void tb_read_leader_pages(Relation rel, pid_t leader_pid,
-								 const TbLeaderPage *pages, int npages,
-								 char *dest, bool *valid);
+extern void tb_page_source_copy_leader(Relation rel, pid_t leader_pid,
+									   const TbLeaderPage *pages, int npages,
+									   char *dest, bool *valid);
+
+/* random: by block number, through a small cache of copies */
+extern TbPageSource *tb_page_source_create(MemoryContext cxt);
+extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
+extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
+extern void tb_page_source_close(TbPageSource *src);
+extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
+									   uint64 *rereads);
 
 /*
  * pg_tempbuf.debug_hazard: a reader that has read the first half of block
@@ -207,6 +223,7 @@ extern bool tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch);
 extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,
 										   uint64 *rereads, const char **reason);
 extern void tb_toast_reader_close(TbToastReader *reader);
+extern bool tb_toast_has_data(Relation rel);
 extern Oid	tb_toast_reader_relid(TbToastReader *reader);
 extern struct varlena *tb_toast_fetch(TbToastReader *reader,
 									  struct varlena *attr,
@@ -242,28 +259,8 @@ extern bool tb_temp_scan_is_partial(CustomScan *cscan);
 extern void tb_temp_scan_mark_output_unread(CustomScan *cscan);
 extern void tb_temp_scan_set_flush_mode(CustomScan *cscan, TbFlushMode mode);
 extern void tb_temp_scan_mark_guard_pruning(CustomScan *cscan);
-extern void tb_install_executor_hooks(void);
 extern Plan *tb_make_temp_scan_plan(Index scanrelid, List *tlist,
 									List *quals, List *custom_private);
-
-/* temp_scan_tuples.c: does the toast relation hold anything to fetch? */
-extern bool tb_toast_has_data(Relation rel);
-
-/*
- * Leader: scans that write their tables' dirty pages when the executor
- * runs the plan, before Gather launches workers (temp_scan.c's hook).
- */
-extern int	tb_scans_awaiting_run;
-
-/* page_source.c: pages found by block number, read without changing them */
-typedef struct TbPageSource TbPageSource;
-
-extern TbPageSource *tb_page_source_create(MemoryContext cxt);
-extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
-extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
-extern void tb_page_source_close(TbPageSource *src);
-extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
-									   uint64 *rereads);
 
 /* btree_reader.c: range scans of a btree through private pages */
 typedef struct TbBtreeScan TbBtreeScan;
@@ -295,7 +292,7 @@ typedef struct TbXminVerdict
 } TbXminVerdict;
 
 /*
- * temp_index_scan.c: heap rows read through private pages (page_source.c),
+ * heap_rows.c: heap rows read through private pages (page_source.c),
  * for the Temp Index Scan and the Temp Bitmap Heap Scan: HOT chains
  * followed on the copy, out-of-line values fetched by toast_reader.c.
  */
@@ -336,13 +333,11 @@ extern void tb_explain_scan_conds(CustomScanState *node, List *ancestors,
 
 extern void tb_register_temp_index_scan(void);
 extern bool tb_is_temp_index_scan(Plan *plan);
-extern bool tb_is_temp_index_scan_state(PlanState *planstate);
 extern Plan *tb_temp_index_scan_stock_plan(CustomScan *cscan);
 extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 										  List *indexqualorig,
 										  int est_dirty_pages,
 										  double est_flush_cost);
-extern void tb_temp_index_scan_flush(PlanState *planstate);
 
 /*
  * temp_bitmap_scan.c: the Temp Bitmap Heap Scan executor node, "Custom Scan
@@ -352,12 +347,10 @@ extern void tb_temp_index_scan_flush(PlanState *planstate);
 
 extern void tb_register_temp_bitmap_scan(void);
 extern bool tb_is_temp_bitmap_scan(Plan *plan);
-extern bool tb_is_temp_bitmap_scan_state(PlanState *planstate);
 extern Plan *tb_temp_bitmap_scan_stock_plan(CustomScan *cscan);
 extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 										   int est_dirty_pages,
 										   double est_flush_cost);
-extern void tb_temp_bitmap_scan_flush(PlanState *planstate);
 
 /* worker_gate.c: where no worker can pay, planning stays stock */
 extern char tb_relation_facts(Oid relid, bool *may_drive, bool *has_children);

@@ -41,13 +41,13 @@
 #include "nodes/makefuncs.h"
 #include "nodes/tidbitmap.h"
 #include "optimizer/optimizer.h"
-#include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
 #include "pg_tempbuf.h"
+#include "scan_run.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */
@@ -81,6 +81,7 @@ typedef struct BitmapSource
 typedef struct TempBitmapScanState
 {
 	CustomScanState css;
+	TbScanRun	run;			/* leader: the flush when the plan runs */
 
 	BitmapSource *source;		/* the tree */
 	List	   *indexes;		/* its index scans, BitmapSource *, in order */
@@ -102,18 +103,13 @@ typedef struct TempBitmapScanState
 	TbPageSource *heap_pages;
 	TbHeapRows	rows;
 
-	/* leader: the flush when the executor runs the plan */
-	bool		awaits_run;
-	int			est_dirty_pages;
-	double		est_flush_cost;
-	int64		pages_flushed;
-	double		flush_ms;
 	uint64		index_entries;	/* for EXPLAIN, this process's */
 	uint64		exact_pages;
 	uint64		lossy_pages;
 } TempBitmapScanState;
 
 static Node *bitmap_scan_create_state(CustomScan *cscan);
+static int64 bitmap_scan_flush(CustomScanState *node);
 static void bitmap_scan_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *bitmap_scan_exec(CustomScanState *node);
 static void bitmap_scan_end(CustomScanState *node);
@@ -139,6 +135,7 @@ void
 tb_register_temp_bitmap_scan(void)
 {
 	RegisterCustomScanMethods(&bitmap_scan_methods);
+	tb_scan_run_register(&bitmap_scan_exec_methods);
 }
 
 bool
@@ -146,13 +143,6 @@ tb_is_temp_bitmap_scan(Plan *plan)
 {
 	return IsA(plan, CustomScan) &&
 		((CustomScan *) plan)->methods == &bitmap_scan_methods;
-}
-
-bool
-tb_is_temp_bitmap_scan_state(PlanState *planstate)
-{
-	return IsA(planstate, CustomScanState) &&
-		((CustomScanState *) planstate)->methods == &bitmap_scan_exec_methods;
 }
 
 /* The Bitmap Heap Scan plan a Temp Bitmap Heap Scan carries. */
@@ -190,8 +180,8 @@ bitmap_scan_create_state(CustomScan *cscan)
 	bs->css.methods = &bitmap_scan_exec_methods;
 	/* Rows point into pages the scan keeps (a pinned buffer, a copy). */
 	TbSetScanSlotOps(&bs->css, &TTSOpsHeapTuple);
-	bs->est_dirty_pages = intVal(list_nth(cscan->custom_private, TBP_EST_DIRTY_PAGES));
-	bs->est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
+	bs->run.est_dirty_pages = intVal(list_nth(cscan->custom_private, TBP_EST_DIRTY_PAGES));
+	bs->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TBP_EST_FLUSH_COST)), NULL);
 	return (Node *) bs;
 }
@@ -280,40 +270,29 @@ bitmap_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	/* As the Temp Index Scan: the leader flushes when the plan runs. */
 	if (!IsParallelWorker())
-	{
-		bs->awaits_run = true;
-		tb_scans_awaiting_run++;
-	}
+		tb_scan_run_begin(&bs->run, bitmap_scan_flush, true);
 }
 
 /* Leader: put the table, its indexes and its toast relation on disk. */
-void
-tb_temp_bitmap_scan_flush(PlanState *planstate)
+static int64
+bitmap_scan_flush(CustomScanState *node)
 {
-	TempBitmapScanState *bs = (TempBitmapScanState *) planstate;
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
 	Relation	rel = bs->css.ss.ss_currentRelation;
 	TbRelFileId heap_file = TbRelationFileId(rel);
-	instr_time	start;
-	instr_time	duration;
+	int64		pages;
 	ListCell   *lc;
 
-	if (!bs->awaits_run)
-		return;
-	INSTR_TIME_SET_CURRENT(start);
-	bs->pages_flushed += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
+	pages = tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
 	foreach(lc, bs->indexes)
 	{
 		BitmapSource *src = lfirst(lc);
 		TbRelFileId index_file = TbRelationFileId(src->index);
 
-		bs->pages_flushed += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+		pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
 	}
-	bs->pages_flushed += tb_toast_flush(rel);
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
-	bs->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
-	bs->awaits_run = false;
-	tb_scans_awaiting_run--;
+	pages += tb_toast_flush(rel);
+	return pages;
 }
 
 /* The TIDs src's index entries hold, or its children's, combined. */
@@ -431,8 +410,7 @@ bitmap_scan_next(ScanState *ss)
 	Snapshot	snapshot = ss->ps.state->es_snapshot;
 
 	/* A leader that has not run the plan yet (a subplan, say): nothing read. */
-	if (bs->awaits_run)
-		tb_temp_bitmap_scan_flush(&ss->ps);
+	tb_scan_run_flush_armed(&bs->run, &bs->css);
 	if (!bs->built)
 		start_bitmap(bs);
 
@@ -492,11 +470,7 @@ bitmap_scan_end(CustomScanState *node)
 	TempBitmapScanState *bs = (TempBitmapScanState *) node;
 	ListCell   *lc;
 
-	if (bs->awaits_run)
-	{
-		tb_scans_awaiting_run--;
-		bs->awaits_run = false;
-	}
+	tb_scan_run_end(&bs->run);
 	if (bs->heap_pages)
 		tb_page_source_close(bs->heap_pages);
 	tb_heap_rows_end(&bs->rows);
@@ -553,10 +527,10 @@ bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	describe_source(bs->source, &indexes, false);
 	ExplainPropertyText("Bitmap Indexes", indexes.data, es);
 	tb_explain_scan_conds(node, ancestors, es, "Recheck Cond");
-	tb_explain_flush_estimate(es, bs->est_dirty_pages, bs->est_flush_cost);
+	tb_scan_run_explain_estimate(&bs->run, es);
 	if (!es->analyze || bs->heap_pages == NULL)
 		return;
-	tb_explain_flush_done(es, bs->pages_flushed, bs->flush_ms);
+	tb_scan_run_explain_done(&bs->run, es);
 	/* Workers' figures stay in the workers, as the Temp Index Scan's. */
 	ExplainPropertyInteger("Leader Index Entries", NULL, bs->index_entries, es);
 	if (es->format == EXPLAIN_FORMAT_TEXT)

@@ -58,13 +58,13 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
-#include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
 #include "pg_tempbuf.h"
+#include "scan_run.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */
@@ -96,6 +96,7 @@ typedef struct IndexScanWorkerCounts
 typedef struct TempIndexScanState
 {
 	CustomScanState css;
+	TbScanRun	run;			/* leader: the flush when the plan runs */
 
 	Relation	index;
 	Oid			indexid;		/* from the plan's child, core's plan of the scan */
@@ -122,12 +123,6 @@ typedef struct TempIndexScanState
 	BlockNumber vm_block;		/* InvalidBlockNumber: none */
 	BlockNumber vm_nblocks;		/* InvalidBlockNumber: not looked up yet */
 
-	/* leader: the flush when the executor runs the plan */
-	bool		awaits_run;
-	int			est_dirty_pages;
-	double		est_flush_cost;
-	int64		pages_flushed;
-	double		flush_ms;
 	uint64		heap_fetches;	/* TIDs looked up, for EXPLAIN */
 
 	/* partial form with workers: their counts (leader: summed over rescans) */
@@ -136,8 +131,8 @@ typedef struct TempIndexScanState
 	int			nworker_totals;
 } TempIndexScanState;
 
-static void plan_deform(TbHeapRows *rows, ScanState *ss);
 static Node *index_scan_create_state(CustomScan *cscan);
+static int64 index_scan_flush(CustomScanState *node);
 static void index_scan_begin(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *index_scan_exec(CustomScanState *node);
 static void index_scan_end(CustomScanState *node);
@@ -191,6 +186,8 @@ tb_register_temp_index_scan(void)
 {
 	RegisterCustomScanMethods(&index_scan_methods);
 	RegisterCustomScanMethods(&index_only_scan_methods);
+	tb_scan_run_register(&index_scan_exec_methods);
+	tb_scan_run_register(&index_only_scan_exec_methods);
 }
 
 bool
@@ -199,14 +196,6 @@ tb_is_temp_index_scan(Plan *plan)
 	return IsA(plan, CustomScan) &&
 		(((CustomScan *) plan)->methods == &index_scan_methods ||
 		 ((CustomScan *) plan)->methods == &index_only_scan_methods);
-}
-
-bool
-tb_is_temp_index_scan_state(PlanState *planstate)
-{
-	return IsA(planstate, CustomScanState) &&
-		(((CustomScanState *) planstate)->methods == &index_scan_exec_methods ||
-		 ((CustomScanState *) planstate)->methods == &index_only_scan_exec_methods);
 }
 
 /* The Index Scan plan a Temp Index Scan carries. */
@@ -275,8 +264,8 @@ index_scan_create_state(CustomScan *cscan)
 		is->css.methods = &index_scan_exec_methods;
 		TbSetScanSlotOps(&is->css, &TTSOpsHeapTuple);
 	}
-	is->est_dirty_pages = intVal(list_nth(cscan->custom_private, TIP_EST_DIRTY_PAGES));
-	is->est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
+	is->run.est_dirty_pages = intVal(list_nth(cscan->custom_private, TIP_EST_DIRTY_PAGES));
+	is->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TIP_EST_FLUSH_COST)), NULL);
 	return (Node *) is;
 }
@@ -327,152 +316,25 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	 * Seq Scan does, and not here, for the same reason: see temp_scan.c).
 	 */
 	if (!IsParallelWorker())
-	{
-		is->awaits_run = true;
-		tb_scans_awaiting_run++;
-	}
+		tb_scan_run_begin(&is->run, index_scan_flush, true);
 }
 
 /* Leader: put the table, its index and its toast relation on disk. */
-void
-tb_temp_index_scan_flush(PlanState *planstate)
+static int64
+index_scan_flush(CustomScanState *node)
 {
-	TempIndexScanState *is = (TempIndexScanState *) planstate;
+	TempIndexScanState *is = (TempIndexScanState *) node;
 	Relation	rel = is->css.ss.ss_currentRelation;
 	TbRelFileId heap_file = TbRelationFileId(rel);
 	TbRelFileId index_file = TbRelationFileId(is->index);
-	instr_time	start;
-	instr_time	duration;
+	int64		pages;
 
-	if (!is->awaits_run)
-		return;
-	INSTR_TIME_SET_CURRENT(start);
-	is->pages_flushed += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
-	is->pages_flushed += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+	pages = tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
+	pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
 	if (is->index_only)
-		is->pages_flushed += tb_flush_local_buffers(&heap_file, VISIBILITYMAP_FORKNUM);
-	is->pages_flushed += tb_toast_flush(rel);
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
-	is->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
-	is->awaits_run = false;
-	tb_scans_awaiting_run--;
-}
-
-/*
- * Heap rows read through private pages: shared by Temp Index Scan and
- * Temp Bitmap Heap Scan.  Values for the scan slot: natts of the table;
- * on PostgreSQL 15 (a virtual slot) a heap tuple slot that deforms rows,
- * when the node stores heap rows at all (stores_rows).
- */
-void
-tb_heap_rows_init(TbHeapRows *rows, ScanState *ss, const char *node_name,
-				  bool stores_rows)
-{
-	int			natts = RelationGetDescr(ss->ss_currentRelation)->natts;
-
-	rows->node_name = node_name;
-	if (stores_rows && !TTS_IS_HEAPTUPLE(ss->ss_ScanTupleSlot))
-		plan_deform(rows, ss);
-	rows->values = palloc(sizeof(Datum) * natts);
-	rows->isnull = palloc(sizeof(bool) * natts);
-}
-
-void
-tb_heap_rows_end(TbHeapRows *rows)
-{
-	if (rows->toast)
-		tb_toast_reader_close(rows->toast);
-	rows->toast = NULL;
-}
-
-/* The tuple at offnum of page, into rows->tuple. */
-static void
-set_tuple(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
-		  OffsetNumber offnum)
-{
-	ItemId		lp = PageGetItemId(page, offnum);
-
-	rows->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-	rows->tuple.t_len = ItemIdGetLength(lp);
-	ItemPointerSet(&rows->tuple.t_self, blkno, offnum);
-	rows->tuple.t_tableOid = RelationGetRelid(rel);
-}
-
-/*
- * The visible member of the HOT chain that starts at offnum of page (block
- * blkno), into rows->tuple.  Derived from heap_hot_search_buffer() in
- * src/backend/access/heap/heapam.c (PostgreSQL 18): on a private copy,
- * with tb_tuple_visible() (no hint bits), for an MVCC snapshot (one member
- * at most is visible), without the all-dead bookkeeping that only serves
- * to mark index entries dead.
- */
-bool
-tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
-				   OffsetNumber offnum, Snapshot snapshot)
-{
-	TransactionId prev_xmax = InvalidTransactionId;
-	bool		at_chain_start = true;
-
-	for (;;)
-	{
-		ItemId		lp;
-		HeapTupleHeader tuple;
-
-		if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
-			return false;
-		lp = PageGetItemId(page, offnum);
-		if (!ItemIdIsNormal(lp))
-		{
-			/* A redirect may start the chain, where pruning left one. */
-			if (ItemIdIsRedirected(lp) && at_chain_start)
-			{
-				offnum = ItemIdGetRedirect(lp);
-				at_chain_start = false;
-				continue;
-			}
-			return false;
-		}
-		tuple = (HeapTupleHeader) PageGetItem(page, lp);
-		if (at_chain_start && HeapTupleHeaderIsHeapOnly(tuple))
-			return false;
-		if (TransactionIdIsValid(prev_xmax) &&
-			!TransactionIdEquals(prev_xmax, HeapTupleHeaderGetXmin(tuple)))
-			return false;
-
-		if (tb_tuple_visible(tuple, snapshot, &rows->last_xmin))
-		{
-			set_tuple(rows, rel, page, blkno, offnum);
-			return true;
-		}
-		if (!HeapTupleHeaderIsHotUpdated(tuple))
-			return false;
-		Assert(ItemPointerGetBlockNumber(&tuple->t_ctid) == blkno);
-		offnum = ItemPointerGetOffsetNumber(&tuple->t_ctid);
-		at_chain_start = false;
-		prev_xmax = HeapTupleHeaderGetUpdateXid(tuple);
-	}
-}
-
-/*
- * Is the tuple at offnum visible, whatever chain it is in?  For a page that
- * a lossy bitmap names whole, as heapam_scan_bitmap_next_block() reads one.
- */
-bool
-tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
-				 OffsetNumber offnum, Snapshot snapshot)
-{
-	ItemId		lp;
-
-	if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
-		return false;
-	lp = PageGetItemId(page, offnum);
-	if (!ItemIdIsNormal(lp) ||
-		!tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot,
-						  &rows->last_xmin))
-		return false;
-	set_tuple(rows, rel, page, blkno, offnum);
-	return true;
+		pages += tb_flush_local_buffers(&heap_file, VISIBILITYMAP_FORKNUM);
+	pages += tb_toast_flush(rel);
+	return pages;
 }
 
 /* The index entry's row, through the page source. */
@@ -485,119 +347,6 @@ fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
 	is->heap_fetches++;
 	return tb_heap_hot_search(&is->rows, rel, tb_page_source_get(is->pages, rel, blkno),
 							  blkno, ItemPointerGetOffsetNumber(tid), snapshot);
-}
-
-/*
- * Store rows->tuple in the slot, its out-of-line values fetched through
- * private pages of the toast relation and decompressed (toast_reader.c):
- * no participant detoasts through local buffers.  Per-tuple memory.
- */
-void
-tb_heap_rows_store(TbHeapRows *rows, ScanState *ss, TupleTableSlot *slot)
-{
-	Relation	rel = ss->ss_currentRelation;
-	TupleDesc	desc = RelationGetDescr(rel);
-	HeapTuple	tuple = &rows->tuple;
-
-	if (HeapTupleHasExternal(tuple))
-	{
-		MemoryContext oldcxt;
-
-		if (rows->toast == NULL)
-		{
-			const char *reason = NULL;
-
-			oldcxt = MemoryContextSwitchTo(ss->ps.state->es_query_cxt);
-			rows->toast = tb_toast_reader_open(rel, &rows->toast_pages,
-											   &rows->toast_rereads, &reason);
-			MemoryContextSwitchTo(oldcxt);
-			if (rows->toast == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot fetch out-of-line values of temporary table \"%s\" in a %s",
-								RelationGetRelationName(rel), rows->node_name),
-						 errdetail("%s.", reason)));
-		}
-		oldcxt = MemoryContextSwitchTo(ss->ps.ps_ExprContext->ecxt_per_tuple_memory);
-		heap_deform_tuple(tuple, desc, rows->values, rows->isnull);
-		for (int att = 0; att < desc->natts; att++)
-		{
-			struct varlena *value = (struct varlena *) DatumGetPointer(rows->values[att]);
-			struct varatt_external pointer;
-
-			if (rows->isnull[att] || TupleDescAttr(desc, att)->attlen != -1 ||
-				!VARATT_IS_EXTERNAL_ONDISK(value))
-				continue;
-			VARATT_EXTERNAL_GET_POINTER(pointer, value);
-			if (pointer.va_toastrelid != tb_toast_reader_relid(rows->toast))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot fetch an out-of-line value of temporary table \"%s\" stored in toast relation %u",
-								RelationGetRelationName(rel), pointer.va_toastrelid)));
-			value = tb_toast_fetch(rows->toast, value, &rows->toast_pages,
-								   &rows->toast_rereads);
-			if (VARATT_IS_COMPRESSED(value))
-				value = detoast_attr(value);
-			rows->values[att] = PointerGetDatum(value);
-		}
-		tuple = heap_form_tuple(desc, rows->values, rows->isnull);
-		tuple->t_self = rows->tuple.t_self;
-		tuple->t_tableOid = rows->tuple.t_tableOid;
-		MemoryContextSwitchTo(oldcxt);
-	}
-	if (TTS_IS_HEAPTUPLE(slot))
-		ExecStoreHeapTuple(tuple, slot, false);
-	else
-	{
-		/*
-		 * PostgreSQL 15's virtual slot: the columns up to the last one read,
-		 * deformed by a heap tuple slot (which knows the defaults of columns
-		 * added since the row was written); the rest NULL, read by nobody.
-		 */
-		ExecStoreHeapTuple(tuple, rows->deformer, false);
-		slot_getsomeattrs(rows->deformer, rows->deform_natts);
-		ExecClearTuple(slot);
-		memcpy(slot->tts_values, rows->deformer->tts_values, rows->deform_natts * sizeof(Datum));
-		memcpy(slot->tts_isnull, rows->deformer->tts_isnull, rows->deform_natts * sizeof(bool));
-		if (rows->deform_natts < desc->natts)
-			memset(slot->tts_isnull + rows->deform_natts, true,
-				   (desc->natts - rows->deform_natts) * sizeof(bool));
-		ExecStoreVirtualTuple(slot);
-	}
-}
-
-/*
- * For a virtual scan slot (PostgreSQL 15): the last column anything reads
- * from the slot, so that a wide row is not deformed whole for two of its
- * columns.  Without a projection the parent reads the slot itself: every
- * column.  custom_exprs holds the conditions rechecked on rows.
- */
-static void
-plan_deform(TbHeapRows *rows, ScanState *ss)
-{
-	CustomScan *cscan = (CustomScan *) ss->ps.plan;
-	TupleDesc	desc = RelationGetDescr(ss->ss_currentRelation);
-	Bitmapset  *attrs = NULL;
-	int			last = desc->natts;
-
-	if (ss->ps.ps_ProjInfo != NULL)
-	{
-		int			attno = -1;
-
-		pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid, &attrs);
-		pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
-		pull_varattnos((Node *) cscan->custom_exprs, cscan->scan.scanrelid, &attrs);
-		/* A whole-row reference (attno 0) reads every column. */
-		if (!bms_is_member(-FirstLowInvalidHeapAttributeNumber, attrs))
-		{
-			last = 0;
-			while ((attno = bms_next_member(attrs, attno)) >= 0)
-				last = Max(last, attno + FirstLowInvalidHeapAttributeNumber);
-		}
-	}
-	rows->deform_natts = Min(Max(last, 0), desc->natts);
-	rows->deformer = ExecAllocTableSlot(&ss->ps.state->es_tupleTable, desc,
-										&TTSOpsHeapTuple);
 }
 
 /*
@@ -623,7 +372,7 @@ heap_block_all_visible(TempIndexScanState *is, BlockNumber heap_block)
 	if (map_block != is->vm_block)
 	{
 		is->vm_block = InvalidBlockNumber;
-		(void) tb_read_page(rel, VISIBILITYMAP_FORKNUM, map_block, is->vm_page,
+		(void) tb_page_source_read_file(rel, VISIBILITYMAP_FORKNUM, map_block, is->vm_page,
 							is->vm_scratch);
 		is->vm_block = map_block;
 	}
@@ -662,8 +411,7 @@ index_scan_next(ScanState *ss)
 	ItemPointerData tid;
 
 	/* A leader that has not run the plan yet (a subplan, say): nothing read. */
-	if (is->awaits_run)
-		tb_temp_index_scan_flush(&ss->ps);
+	tb_scan_run_flush_armed(&is->run, &is->css);
 	if (!is->keys_set)
 		set_keys(is);
 
@@ -713,11 +461,7 @@ index_scan_end(CustomScanState *node)
 {
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
-	if (is->awaits_run)
-	{
-		tb_scans_awaiting_run--;
-		is->awaits_run = false;
-	}
+	tb_scan_run_end(&is->run);
 	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);
@@ -862,27 +606,6 @@ per_participant(TempIndexScanState *is, uint64 leader, size_t field)
 	return buf.data;
 }
 
-/*
- * The index conditions a scan of ours checks on its rows (custom_exprs),
- * as one condition under label, as core shows its Index Cond or Recheck
- * Cond.
- */
-void
-tb_explain_scan_conds(CustomScanState *node, List *ancestors, ExplainState *es,
-					  const char *label)
-{
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	List	   *context;
-
-	if (cscan->custom_exprs == NIL)
-		return;
-	context = set_deparse_context_plan(es->deparse_cxt, node->ss.ps.plan, ancestors);
-	ExplainPropertyText(label,
-						deparse_expression((Node *) make_ands_explicit(cscan->custom_exprs),
-										   context, es->verbose, false),
-						es);
-}
-
 static void
 index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -893,10 +616,10 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (is->backward)
 		ExplainPropertyText("Scan Direction", "Backward", es);
 	tb_explain_scan_conds(node, ancestors, es, "Index Cond");
-	tb_explain_flush_estimate(es, is->est_dirty_pages, is->est_flush_cost);
+	tb_scan_run_explain_estimate(&is->run, es);
 	if (!es->analyze || is->pages == NULL)
 		return;
-	tb_explain_flush_done(es, is->pages_flushed, is->flush_ms);
+	tb_scan_run_explain_done(&is->run, es);
 	/* A full scan's workers keep their counts: it has no shared memory. */
 	if (is->worker_totals == NULL)
 	{

@@ -10,13 +10,15 @@
  * Scan)" for the full one, which each participant reads whole (the inner
  * side of a join in a parallel plan, say).
  *
- * The node is this file: its plan, its callbacks, the flush of full scans
- * when the executor runs the plan, and EXPLAIN.  The rest of the scan:
- *	- temp_scan_supply.c: how blocks reach each participant (the shared
- *	  state, chunks, the pages workers copy from the leader's buffers),
- *	  and when the scan runs in the leader alone;
- *	- temp_scan_flush.c: the leader's flush that workers follow
- *	  (interleaved, pipelined) and their waits for it;
+ * The node is this file: its plan, its callbacks and EXPLAIN; the flush
+ * of a full scan waits for the executor to run the plan (scan_run.c, as
+ * every scan of ours).  The rest of the scan:
+ *	- temp_scan_supply.c: how pages reach each participant (the shared
+ *	  state, the pages workers copy from the leader's buffers, through
+ *	  page_source.c), and when the scan runs in the leader alone;
+ *	- temp_scan_schedule.c: which block each participant reads next, the
+ *	  leader's flush that workers follow (interleaved, pipelined) and their
+ *	  waits for it;
  *	- temp_scan_tuples.c: the rows it returns, with the out-of-line values
  *	  of the columns the scan uses fetched privately by the participant
  *	  that meets them;
@@ -102,6 +104,7 @@ void
 tb_register_temp_scan(void)
 {
 	RegisterCustomScanMethods(&temp_scan_methods);
+	tb_scan_run_register(&temp_scan_exec_methods);
 }
 
 bool
@@ -229,14 +232,11 @@ temp_scan_create_state(CustomScan *cscan)
 	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
 	ts->output_unread = intVal(list_nth(priv, TSP_OUTPUT_UNREAD));
 	ts->guard_pruning = intVal(list_nth(priv, TSP_GUARD_PRUNING));
-	ts->est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
-	ts->est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
+	ts->run.est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
+	ts->run.est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
 	ts->plan_flush_mode = intVal(list_nth(priv, TSP_FLUSH_MODE));
 	return (Node *) ts;
 }
-
-/* Full scans begun in this backend whose flush waits for ExecutorRun. */
-int			tb_scans_awaiting_run = 0;
 
 static void
 temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
@@ -254,22 +254,19 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	/*
 	 * A full scan has no shared state to set up before workers start, so
-	 * its leader flushes when the executor runs the plan (see
-	 * temp_scan_executor_run), before Gather launches any worker.  Not
-	 * here: with the extended protocol a portal can be bound, the table
-	 * changed by another statement, and the portal run afterwards.
+	 * its leader flushes when the executor runs the plan (scan_run.c),
+	 * before Gather launches any worker; a partial one when it sets up the
+	 * shared state.
 	 */
 	if (!ts->partial && !IsParallelWorker() &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 	{
+		tb_scan_run_begin(&ts->run, tb_ts_write_table, !tb_debug_unprotected);
 		if (tb_debug_unprotected)
 			tb_ts_flush_table(ts);
-		else
-		{
-			ts->awaits_run = true;
-			tb_scans_awaiting_run++;
-		}
 	}
+	else
+		tb_scan_run_begin(&ts->run, tb_ts_write_table, false);
 }
 
 static TupleTableSlot *
@@ -346,11 +343,7 @@ temp_scan_end(CustomScanState *node)
 	/* Gather waited for its workers before the plan ended: none copies now. */
 	tb_dismiss_workers(ts->ptracer_hold);
 	ts->ptracer_hold = 0;
-	if (ts->awaits_run)
-	{
-		tb_scans_awaiting_run--;
-		ts->awaits_run = false;
-	}
+	tb_scan_run_end(&ts->run);
 	if (ts->toast)
 		tb_toast_reader_close(ts->toast);
 }
@@ -437,7 +430,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
 		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
-			err = tb_leader_read_errno(ts->shared->leader_pid,
+			err = tb_page_source_leader_errno(ts->shared->leader_pid,
 									   ts->leader_pages[0].desc_addr);
 		ts->copies_from_leader = err == 0;
 		if (!ts->copies_from_leader)
@@ -467,51 +460,6 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		if (ts->toast == NULL)
 			elog(ERROR, "parallel worker could not read toast index: %s", reason);
 	}
-}
-
-/*
- * Full scans, Temp Index Scans and Temp Bitmap Heap Scans of ours in the
- * plan flush their tables
- * now, before Gather launches the workers that read the files.
- */
-static bool
-flush_full_scans(PlanState *planstate, void *context)
-{
-	if (planstate == NULL)
-		return false;
-	if (IsA(planstate, CustomScanState) &&
-		((CustomScanState *) planstate)->methods == &temp_scan_exec_methods)
-	{
-		TempScanState *ts = (TempScanState *) planstate;
-
-		if (ts->awaits_run)
-			tb_ts_flush_table(ts);
-	}
-	else if (tb_is_temp_index_scan_state(planstate))
-		tb_temp_index_scan_flush(planstate);
-	else if (tb_is_temp_bitmap_scan_state(planstate))
-		tb_temp_bitmap_scan_flush(planstate);
-	return planstate_tree_walker(planstate, flush_full_scans, context);
-}
-
-static ExecutorRun_hook_type prev_executor_run = NULL;
-
-static void
-temp_scan_executor_run(TB_EXECUTOR_RUN_PARAMS)
-{
-	if (tb_scans_awaiting_run > 0 && !IsParallelWorker())
-		(void) flush_full_scans(queryDesc->planstate, NULL);
-	if (prev_executor_run)
-		prev_executor_run(TB_EXECUTOR_RUN_ARGS);
-	else
-		standard_ExecutorRun(TB_EXECUTOR_RUN_ARGS);
-}
-
-void
-tb_install_executor_hooks(void)
-{
-	prev_executor_run = ExecutorRun_hook;
-	ExecutorRun_hook = temp_scan_executor_run;
 }
 
 /*
@@ -598,7 +546,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	uint64		leader_pages = 0;
 
 	ExplainPropertyText("Scan Mode", ts->partial ? "partial" : "full", es);
-	tb_explain_flush_estimate(es, ts->est_dirty_pages, ts->est_flush_cost);
+	tb_scan_run_explain_estimate(&ts->run, es);
 	if (!es->analyze)
 		return;
 
@@ -606,7 +554,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		ExplainPropertyText("Flush Mode", flush_mode_names[ts->flush_mode], es);
 	if (ts->page_source)
 		ExplainPropertyText("Page Source", ts->page_source, es);
-	tb_explain_flush_done(es, ts->pages_flushed, ts->flush_ms);
+	tb_scan_run_explain_done(&ts->run, es);
 	if (ts->leader_only_reason)
 		ExplainPropertyText("Leader Only", ts->leader_only_reason, es);
 	if (ts->pages_pinned > 0)

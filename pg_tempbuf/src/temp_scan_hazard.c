@@ -166,11 +166,11 @@ tb_ts_serve_hazard(TempScanState *ts)
 				break;
 			}
 			write_if_dirty(buffer);
-			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM,
-					 (blkno + 1) % ts->nblocks, BufferGetPage(buffer));
+			tb_page_source_read_image(rel, MAIN_FORKNUM, (blkno + 1) % ts->nblocks,
+									  BufferGetPage(buffer));
 			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
 			(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
-			smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
+			tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
 			break;
 		case TB_HAZARD_EVICT_DURING_BATCH:
@@ -189,11 +189,11 @@ tb_ts_serve_hazard(TempScanState *ts)
 				 */
 				write_if_dirty(buffer);
 				desc->tag.blockNum = (blkno + 1) % ts->nblocks;
-				smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, desc->tag.blockNum,
-						 BufferGetPage(buffer));
+				tb_page_source_read_image(rel, MAIN_FORKNUM, desc->tag.blockNum,
+										  BufferGetPage(buffer));
 				pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
 				(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
-				smgrread(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, BufferGetPage(buffer));
+				tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 				desc->tag = tag;
 			}
 			break;

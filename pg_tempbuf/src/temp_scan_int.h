@@ -2,10 +2,11 @@
  *
  * temp_scan_int.h
  *	  The Temp Seq Scan's state, shared by the files that make the scan:
- *	  temp_scan.c (the node), temp_scan_supply.c (how blocks reach each
- *	  participant), temp_scan_flush.c (the leader's flush that workers
- *	  follow), temp_scan_tuples.c (the rows it returns) and
- *	  temp_scan_hazard.c (pg_tempbuf.debug_hazard's races).
+ *	  temp_scan.c (the node), temp_scan_supply.c (how pages reach each
+ *	  participant), temp_scan_schedule.c (which block each reads next, and
+ *	  the leader's flush that workers follow), temp_scan_tuples.c (the
+ *	  rows it returns) and temp_scan_hazard.c (pg_tempbuf.debug_hazard's
+ *	  races).
  *
  * Functions named tb_ts_* are the scan's own, called across those files.
  *
@@ -20,6 +21,7 @@
 #include "storage/condition_variable.h"
 
 #include "pg_tempbuf.h"
+#include "scan_run.h"
 
 /* pg_tempbuf.debug_hazard: where a worker and the leader are (hazard_phase) */
 #define HAZARD_IDLE		0
@@ -107,6 +109,7 @@ typedef struct TempScanShared
 typedef struct TempScanState
 {
 	CustomScanState css;
+	TbScanRun	run;			/* leader: the flush, and what it did */
 
 	/* from the plan */
 	bool		partial;
@@ -114,8 +117,6 @@ typedef struct TempScanState
 	bool		output_unread;
 	bool		guard_pruning;
 	bool		reads_no_column;	/* neither quals nor parent read a column */
-	int			est_dirty_pages;
-	double		est_flush_cost;
 	TbFlushMode plan_flush_mode;
 
 	/* block allocation: shared, or private when running without DSM */
@@ -171,8 +172,6 @@ typedef struct TempScanState
 	uint64		reserved_count; /* for EXPLAIN, this pass */
 	bool		hazard_served;
 
-	/* leader of a full scan: flushes when the executor runs the plan */
-	bool		awaits_run;
 	uint64		pages_pinned;	/* for EXPLAIN, summed over passes */
 	uint64		pages_kept;
 
@@ -216,31 +215,42 @@ typedef struct TempScanState
 	TbXminVerdict last_xmin;	/* for tb_tuple_visible() */
 
 	/* kept for EXPLAIN */
-	int64		pages_flushed;
-	double		flush_ms;
 	TempScanCounters mine;		/* without DSM */
 	TempScanCounters *totals;	/* per participant, summed over passes */
 	int			ntotals;
 } TempScanState;
 
+/* This participant's counts: in the shared state, or its own without one. */
+static inline TempScanCounters *
+tb_ts_my_counters(TempScanState *ts)
+{
+	if (ts->shared == NULL)
+		return &ts->mine;
+	return &ts->shared->counters[IsParallelWorker() ? 1 + ParallelWorkerNumber : 0];
+}
+
+/* The bits of the blocks the leader keeps, after the shared state's lists. */
+static inline uint64 *
+tb_ts_reserved_map(TempScanShared *shared)
+{
+	return (uint64 *) ((char *) shared + shared->reserved_offset);
+}
+
 /* temp_scan_supply.c */
+extern int64 tb_ts_write_table(CustomScanState *node);
 extern void tb_ts_flush_table(TempScanState *ts);
 extern void tb_ts_prepare(TempScanState *ts, TbFlushMode mode);
 extern void tb_ts_unpin_page(TempScanState *ts);
 extern void tb_ts_reset_pass(TempScanState *ts);
-extern bool tb_ts_next_block(TempScanState *ts, BlockNumber *blkno);
 extern void tb_ts_load_page(TempScanState *ts, BlockNumber blkno);
-extern bool tb_ts_claim_chunk(TempScanShared *shared, bool from_high,
-							  BlockNumber *start, BlockNumber *end);
-extern TempScanCounters *tb_ts_my_counters(TempScanState *ts);
 extern Size tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt);
 extern void tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 							   TempScanShared *shared);
 
-/* temp_scan_flush.c */
+/* temp_scan_schedule.c */
+extern BlockNumber tb_ts_chunk_size(BlockNumber nblocks, int nparticipants);
+extern bool tb_ts_next_block(TempScanState *ts, BlockNumber *blkno);
 extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
-extern bool tb_ts_leader_next_chunk(TempScanState *ts);
-extern bool tb_ts_wait_readable(TempScanState *ts, BlockNumber blkno);
 
 /* temp_scan_hazard.c */
 extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);

@@ -1,25 +1,26 @@
 /*-------------------------------------------------------------------------
  *
  * temp_scan_supply.c
- *	  How blocks reach each participant of a Temp Seq Scan: the shared
- *	  state, the chunks participants take, the pages workers copy from the
- *	  leader's buffers, and the pages the leader keeps from changing.
+ *	  How pages reach each participant of a Temp Seq Scan: the shared
+ *	  state, the pages workers copy from the leader's buffers or read from
+ *	  the file (both through page_source.c), and the pages the leader keeps
+ *	  from changing.  Which block comes next is temp_scan_schedule.c's.
  *
  * Life of one execution:
  *	- On Linux, where the system allows it, workers of a partial scan copy
  *	  the pages the leader holds straight out of its local buffers
- *	  (page_reader.c), from a list of them the leader puts in the shared
+ *	  (page_source.c), from a list of them the leader puts in the shared
  *	  state; pages not in its buffers are on disk already.  Then nothing
  *	  below is written.
  *	- Otherwise every block a worker reads must be on disk in its newest
  *	  image first: the leader writes the dirty ones, before workers start
- *	  or just ahead of them (temp_scan_flush.c).
+ *	  or just ahead of them (temp_scan_schedule.c).
  *	  A rescan writes only what is dirty then: until the statement ends
  *	  nothing can dirty those pages but hint bits (a parallel query cannot
  *	  write, and no other scan of the table in the plan goes through local
  *	  buffers: plan_walk.c).
  *	- Participants take chunks of blocks from a shared range and read
- *	  them into private memory (page_reader.c), so workers need no
+ *	  them into private memory (page_source.c), so workers need no
  *	  temp_buffers of their own; the leader reads the pages it holds in
  *	  place, pinning each local buffer while it is on that page.
  *	- When workers must not look at the table's rows the scan runs in the
@@ -48,27 +49,30 @@
  * Leader only: put the table's pages (and those of its toast relation,
  * when participants fetch from it) on disk, once per execution.
  */
-void
-tb_ts_flush_table(TempScanState *ts)
+int64
+tb_ts_write_table(CustomScanState *node)
 {
+	TempScanState *ts = (TempScanState *) node;
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	TbRelFileId file = TbRelationFileId(rel);
-	instr_time	start;
-	instr_time	duration;
+	int64		pages;
 
 	Assert(!IsParallelWorker());
 
 	if (ts->flushed)
-		return;
+		return 0;
 	tb_ts_decide_toast(ts);
-	INSTR_TIME_SET_CURRENT(start);
-	ts->pages_flushed += tb_flush_local_buffers(&file, MAIN_FORKNUM);
+	pages = tb_flush_local_buffers(&file, MAIN_FORKNUM);
 	if (ts->fetch_toast)
-		ts->pages_flushed += tb_toast_flush(rel);
-	INSTR_TIME_SET_CURRENT(duration);
-	INSTR_TIME_SUBTRACT(duration, start);
-	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+		pages += tb_toast_flush(rel);
 	ts->flushed = true;
+	return pages;
+}
+
+void
+tb_ts_flush_table(TempScanState *ts)
+{
+	tb_scan_run_flush(&ts->run, &ts->css);
 }
 
 /* Leader: note which of the table's pages it can copy from its buffers. */
@@ -169,140 +173,6 @@ tb_ts_reset_pass(TempScanState *ts)
 }
 
 /*
- * Hand out blocks in chunks, so that participants read runs of adjacent
- * blocks; small enough that the tail of the scan stays balanced.
- */
-static BlockNumber
-chunk_size(BlockNumber nblocks, int nparticipants)
-{
-	BlockNumber chunk = nblocks / (Max(nparticipants, 1) * 64);
-
-	return Max(1, Min(chunk, 64));
-}
-
-/*
- * Take the next chunk of the blocks left: from the low end, as everybody
- * does, or (the leader, interleaved mode) from the high end.
- */
-bool
-tb_ts_claim_chunk(TempScanShared *shared, bool from_high, BlockNumber *start,
-				  BlockNumber *end)
-{
-	uint64		range = pg_atomic_read_u64(&shared->range);
-
-	for (;;)
-	{
-		BlockNumber low = RANGE_LOW(range);
-		BlockNumber high = RANGE_HIGH(range);
-		BlockNumber n;
-
-		if (low >= high)
-			return false;
-		n = Min(shared->chunk, high - low);
-		*start = from_high ? high - n : low;
-		*end = *start + n;
-		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
-										   from_high ? RANGE(low, high - n) :
-										   RANGE(low + n, high)))
-			return true;
-	}
-}
-
-static uint64 *
-reserved_map(TempScanShared *shared)
-{
-	return (uint64 *) ((char *) shared + shared->reserved_offset);
-}
-
-static bool
-is_reserved(TempScanShared *shared, BlockNumber blkno)
-{
-	return shared->any_reserved &&
-		tb_block_reserved(reserved_map(shared), shared->reserved_bits, blkno);
-}
-
-/* Leader, once no chunk is left: the next of the blocks it kept. */
-static bool
-next_reserved_block(TempScanState *ts, BlockNumber *blkno)
-{
-	TempScanShared *shared = ts->shared;
-	BlockNumber end = Min(shared->reserved_bits, ts->nblocks);
-
-	while (ts->reserved_next < end)
-	{
-		BlockNumber candidate = ts->reserved_next++;
-
-		if (is_reserved(shared, candidate))
-		{
-			*blkno = candidate;
-			return true;
-		}
-	}
-	return false;
-}
-
-bool
-tb_ts_next_block(TempScanState *ts, BlockNumber *blkno)
-{
-	for (;;)
-	{
-		if (ts->reserved_pass)
-			return next_reserved_block(ts, blkno);
-		if (ts->chunk_next >= ts->chunk_end)
-		{
-			if (ts->shared)
-			{
-				bool		found;
-
-				if (IsParallelWorker())
-					found = tb_ts_claim_chunk(ts->shared, false, &ts->chunk_next,
-											  &ts->chunk_end);
-				else
-				{
-					found = tb_ts_leader_next_chunk(ts);
-					tb_ts_serve_hazard(ts);
-				}
-				if (!found)
-				{
-					if (IsParallelWorker() || !ts->shared->any_reserved)
-						return false;
-					ts->reserved_pass = true;
-					continue;
-				}
-			}
-			else
-			{
-				BlockNumber chunk = chunk_size(ts->nblocks, 1);
-
-				if (ts->next_block >= ts->nblocks)
-					return false;
-				ts->chunk_next = ts->next_block;
-				ts->chunk_end = Min(ts->next_block + chunk, ts->nblocks);
-				ts->next_block = ts->chunk_end;
-			}
-		}
-		*blkno = ts->chunk_next++;
-		if (ts->shared && is_reserved(ts->shared, *blkno))
-			continue;
-		if (ts->shared && IsParallelWorker() && !ts->copies_from_leader &&
-			!tb_ts_wait_readable(ts, *blkno))
-		{
-			ts->chunk_next = ts->chunk_end;
-			return false;
-		}
-		return true;
-	}
-}
-
-TempScanCounters *
-tb_ts_my_counters(TempScanState *ts)
-{
-	if (ts->shared == NULL)
-		return &ts->mine;
-	return &ts->shared->counters[IsParallelWorker() ? 1 + ParallelWorkerNumber : 0];
-}
-
-/*
  * Worker: copy blkno from the leader's buffers, if it held the page when
  * the scan started and still does.  Any other page is on disk in its
  * newest image: it was not in the leader's buffers, or their eviction
@@ -352,7 +222,7 @@ copy_from_leader(TempScanState *ts, BlockNumber blkno)
 	if (ts->copies == NULL)
 		ts->copies = MemoryContextAlloc(ts->css.ss.ps.state->es_query_cxt,
 										(Size) TB_LEADER_COPY_BATCH * BLCKSZ);
-	tb_read_leader_pages(ts->css.ss.ss_currentRelation, ts->shared->leader_pid,
+	tb_page_source_copy_leader(ts->css.ss.ss_currentRelation, ts->shared->leader_pid,
 						 lp, n, ts->copies, ts->copy_valid);
 	ts->copied = lp;
 	ts->ncopies = n;
@@ -389,7 +259,7 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 		counters->leader_pages++;
 	}
 	else
-		counters->rereads += tb_read_page(rel, MAIN_FORKNUM, blkno, ts->page, ts->scratch);
+		counters->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, blkno, ts->page, ts->scratch);
 	counters->pages++;
 	page = (Page) ts->page;
 
@@ -504,7 +374,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 		{
 			if (!tb_pinset_add(&ts->pins, ts->resident[i].buf_id))
 			{
-				if (!tb_reserve_block(reserved_map(shared), shared->reserved_bits,
+				if (!tb_reserve_block(tb_ts_reserved_map(shared), shared->reserved_bits,
 									  ts->resident[i].blkno))
 					elog(ERROR, "block %u of temporary table \"%s\" is beyond the scan's shared state",
 						 ts->resident[i].blkno,
@@ -537,7 +407,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 static uint64
 count_reserved(TempScanShared *shared)
 {
-	const uint64 *reserved = reserved_map(shared);
+	const uint64 *reserved = tb_ts_reserved_map(shared);
 	uint64		n = 0;
 
 	for (BlockNumber w = 0; w < (shared->reserved_bits + 63) / 64; w++)
@@ -558,13 +428,13 @@ guard_pages(TempScanState *ts, TempScanShared *shared)
 
 	tb_pinset_release(&ts->pins);
 	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt);
-	memset(reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
+	memset(tb_ts_reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
 
 	share_leader_pages(ts, shared);
 	if (!shared->leader_only && ts->guard_pruning && !tb_debug_unprotected)
 	{
 		if (!tb_guard_prunable_pages(rel, ts->resident, ts->nresident, &ts->pins,
-									 reserved_map(shared), shared->reserved_bits,
+									 tb_ts_reserved_map(shared), shared->reserved_bits,
 									 ts->scratch))
 			reason = "code in the leader may prune pages workers read";
 		else if (ts->toast && !tb_toast_guard(rel, &ts->pins, ts->scratch))
@@ -597,7 +467,7 @@ tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 	tb_ts_reset_pass(ts);
 
 	shared->nblocks = ts->nblocks;
-	shared->chunk = chunk_size(ts->nblocks, pcxt->nworkers + 1);
+	shared->chunk = tb_ts_chunk_size(ts->nblocks, pcxt->nworkers + 1);
 	shared->leader_only = ts->leader_only_reason != NULL;
 	shared->toast_private = ts->toast != NULL;
 	pg_atomic_init_u64(&shared->range, RANGE(0, ts->nblocks));

@@ -98,22 +98,6 @@ tb_ts_find_toast_attrs(TempScanState *ts)
 	ts->isnull = palloc(sizeof(bool) * desc->natts);
 }
 
-/* Does the table's toast relation hold anything a worker might fetch? */
-bool
-tb_toast_has_data(Relation rel)
-{
-	Oid			toastrelid = rel->rd_rel->reltoastrelid;
-	Relation	toastrel;
-	BlockNumber nblocks;
-
-	if (!OidIsValid(toastrelid))
-		return false;
-	toastrel = table_open(toastrelid, AccessShareLock);
-	nblocks = RelationGetNumberOfBlocks(toastrel);
-	table_close(toastrel, AccessShareLock);
-	return nblocks > 0;
-}
-
 /*
  * Must this scan's participants fetch out-of-line values themselves?  Not
  * when the leader scans alone anyway.

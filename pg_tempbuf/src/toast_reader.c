@@ -218,6 +218,22 @@ typedef struct ToastPrice
 static HTAB *toast_prices = NULL;
 static uint64 toast_prices_generation = 0;
 
+/* Does the table's toast relation hold anything a worker might fetch? */
+bool
+tb_toast_has_data(Relation rel)
+{
+	Oid			toastrelid = rel->rd_rel->reltoastrelid;
+	Relation	toastrel;
+	BlockNumber nblocks;
+
+	if (!OidIsValid(toastrelid))
+		return false;
+	toastrel = table_open(toastrelid, AccessShareLock);
+	nblocks = RelationGetNumberOfBlocks(toastrel);
+	table_close(toastrel, AccessShareLock);
+	return nblocks > 0;
+}
+
 /*
  * The toast price of rel: its dirty local pages, whether it has data, and
  * whether their flush needs no walk of the pool (every file known clean:

@@ -168,7 +168,7 @@ def run_on_fresh_table(conn: psycopg.Connection[Any], hazard: str, protected: bo
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
 def test_evict_during_batch(preloaded_cluster: Cluster, protected: bool) -> None:
     """Exact guarded and unguarded; with the descriptor check taken out of
-    tb_read_leader_pages, the unguarded run counted 399,774 rows of 400,000 (tried by hand)."""
+    tb_page_source_copy_leader, the unguarded run counted 399,774 rows of 400,000 (tried by hand)."""
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
         (rows, scan), met = run_on_fresh_table(conn, "evict_during_batch", protected)
     assert met, "no worker paused in the middle of a batch: the race was not run"

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
- * temp_scan_flush.c
- *	  The leader's flush that workers of a Temp Seq Scan follow: the
- *	  interleaved and pipelined modes, and the workers' waits for blocks not
- *	  written yet.
+ * temp_scan_schedule.c
+ *	  The block schedule of a Temp Seq Scan: which block each participant
+ *	  reads next (chunks of adjacent blocks from a shared range, then the
+ *	  blocks the leader kept for itself), the leader's flush that workers
+ *	  follow (interleaved and pipelined modes), and the workers' waits for
+ *	  blocks not written yet.
  *
  * Unless workers copy the pages the leader holds out of its memory
  * (temp_scan_supply.c), every block a worker reads must be on disk in its
@@ -34,6 +36,129 @@
 
 #include "temp_scan_int.h"
 
+static bool leader_next_chunk(TempScanState *ts);
+static bool wait_readable(TempScanState *ts, BlockNumber blkno);
+
+/*
+ * Hand out blocks in chunks, so that participants read runs of adjacent
+ * blocks; small enough that the tail of the scan stays balanced.
+ */
+BlockNumber
+tb_ts_chunk_size(BlockNumber nblocks, int nparticipants)
+{
+	BlockNumber chunk = nblocks / (Max(nparticipants, 1) * 64);
+
+	return Max(1, Min(chunk, 64));
+}
+
+/*
+ * Take the next chunk of the blocks left: from the low end, as everybody
+ * does, or (the leader, interleaved mode) from the high end.
+ */
+static bool
+claim_chunk(TempScanShared *shared, bool from_high, BlockNumber *start,
+			BlockNumber *end)
+{
+	uint64		range = pg_atomic_read_u64(&shared->range);
+
+	for (;;)
+	{
+		BlockNumber low = RANGE_LOW(range);
+		BlockNumber high = RANGE_HIGH(range);
+		BlockNumber n;
+
+		if (low >= high)
+			return false;
+		n = Min(shared->chunk, high - low);
+		*start = from_high ? high - n : low;
+		*end = *start + n;
+		if (pg_atomic_compare_exchange_u64(&shared->range, &range,
+										   from_high ? RANGE(low, high - n) :
+										   RANGE(low + n, high)))
+			return true;
+	}
+}
+
+static bool
+is_reserved(TempScanShared *shared, BlockNumber blkno)
+{
+	return shared->any_reserved &&
+		tb_block_reserved(tb_ts_reserved_map(shared), shared->reserved_bits, blkno);
+}
+
+/* Leader, once no chunk is left: the next of the blocks it kept. */
+static bool
+next_reserved_block(TempScanState *ts, BlockNumber *blkno)
+{
+	TempScanShared *shared = ts->shared;
+	BlockNumber end = Min(shared->reserved_bits, ts->nblocks);
+
+	while (ts->reserved_next < end)
+	{
+		BlockNumber candidate = ts->reserved_next++;
+
+		if (is_reserved(shared, candidate))
+		{
+			*blkno = candidate;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+tb_ts_next_block(TempScanState *ts, BlockNumber *blkno)
+{
+	for (;;)
+	{
+		if (ts->reserved_pass)
+			return next_reserved_block(ts, blkno);
+		if (ts->chunk_next >= ts->chunk_end)
+		{
+			if (ts->shared)
+			{
+				bool		found;
+
+				if (IsParallelWorker())
+					found = claim_chunk(ts->shared, false, &ts->chunk_next,
+										&ts->chunk_end);
+				else
+				{
+					found = leader_next_chunk(ts);
+					tb_ts_serve_hazard(ts);
+				}
+				if (!found)
+				{
+					if (IsParallelWorker() || !ts->shared->any_reserved)
+						return false;
+					ts->reserved_pass = true;
+					continue;
+				}
+			}
+			else
+			{
+				BlockNumber chunk = tb_ts_chunk_size(ts->nblocks, 1);
+
+				if (ts->next_block >= ts->nblocks)
+					return false;
+				ts->chunk_next = ts->next_block;
+				ts->chunk_end = Min(ts->next_block + chunk, ts->nblocks);
+				ts->next_block = ts->chunk_end;
+			}
+		}
+		*blkno = ts->chunk_next++;
+		if (ts->shared && is_reserved(ts->shared, *blkno))
+			continue;
+		if (ts->shared && IsParallelWorker() && !ts->copies_from_leader &&
+			!wait_readable(ts, *blkno))
+		{
+			ts->chunk_next = ts->chunk_end;
+			return false;
+		}
+		return true;
+	}
+}
+
 /*
  * Leader: the flush that workers wait on is over; let them all go.  Should
  * the leader end its part before the flush did (completed false), they
@@ -51,7 +176,7 @@ tb_ts_finish_flush(TempScanState *ts, bool completed)
 	ConditionVariableBroadcast(&shared->flush_progress);
 	if (ts->flush_opened)
 	{
-		ts->pages_flushed += ts->flush.written;
+		ts->run.pages_flushed += ts->flush.written;
 		tb_flush_cursor_close(&ts->flush);
 		ts->flush_opened = false;
 	}
@@ -87,7 +212,7 @@ flush_step(TempScanState *ts)
 	tb_ts_stall_for_hazard(TB_HAZARD_SLOW_WRITES);
 	INSTR_TIME_SET_CURRENT(duration);
 	INSTR_TIME_SUBTRACT(duration, start);
-	ts->flush_ms += INSTR_TIME_GET_MILLISEC(duration);
+	ts->run.flush_ms += INSTR_TIME_GET_MILLISEC(duration);
 	if (ts->flush.written > written_before)
 	{
 		ts->last_write_ms = INSTR_TIME_GET_MILLISEC(duration);
@@ -152,7 +277,7 @@ writing_pays(TempScanState *ts)
 static bool
 take_high_chunk(TempScanState *ts)
 {
-	if (!tb_ts_claim_chunk(ts->shared, true, &ts->chunk_next, &ts->chunk_end))
+	if (!claim_chunk(ts->shared, true, &ts->chunk_next, &ts->chunk_end))
 		return false;
 	INSTR_TIME_SET_CURRENT(ts->high_chunk_start);
 	ts->high_chunk_pages = ts->chunk_end - ts->chunk_next;
@@ -229,8 +354,8 @@ workers_need_writes(TempScanState *ts, bool *known)
  * write costs it more than a scan, it scans a chunk from the high end
  * instead, out of its own buffers.
  */
-bool
-tb_ts_leader_next_chunk(TempScanState *ts)
+static bool
+leader_next_chunk(TempScanState *ts)
 {
 	TempScanShared *shared = ts->shared;
 
@@ -304,7 +429,7 @@ tb_ts_leader_next_chunk(TempScanState *ts)
 		else if (take_high_chunk(ts))
 			return true;
 	}
-	return tb_ts_claim_chunk(shared, false, &ts->chunk_next, &ts->chunk_end);
+	return claim_chunk(shared, false, &ts->chunk_next, &ts->chunk_end);
 }
 
 /*
@@ -312,8 +437,8 @@ tb_ts_leader_next_chunk(TempScanState *ts)
  * the leader stopped before flushing it: nothing reads this scan's rows
  * any more.
  */
-bool
-tb_ts_wait_readable(TempScanState *ts, BlockNumber blkno)
+static bool
+wait_readable(TempScanState *ts, BlockNumber blkno)
 {
 	TempScanShared *shared = ts->shared;
 	bool		readable = true;

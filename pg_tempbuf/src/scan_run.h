@@ -1,0 +1,51 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan_run.h
+ *	  The lifecycle that every scan node of ours shares in the leader: the
+ *	  flush of the node's tables is armed when the node begins, carried out
+ *	  when the executor runs the plan (before Gather launches the workers
+ *	  that read the files), and disarmed when the node ends.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SCAN_RUN_H
+#define SCAN_RUN_H
+
+#include "nodes/execnodes.h"
+#include "nodes/extensible.h"
+
+struct ExplainState;
+
+/* Writes what the node's private readers need on disk; returns pages written. */
+typedef int64 (*TbScanRunFlush) (CustomScanState *node);
+
+typedef struct TbScanRun
+{
+	TbScanRunFlush flush;
+	bool		armed;			/* the flush waits for ExecutorRun */
+	int			est_dirty_pages;	/* what the planner priced */
+	double		est_flush_cost;
+	int64		pages_flushed;	/* what happened, for EXPLAIN ANALYZE */
+	double		flush_ms;
+} TbScanRun;
+
+/*
+ * The head of the state of every node that registers with
+ * tb_scan_run_register(): its CustomScanState, then its run.
+ */
+typedef struct TbRunScanState
+{
+	CustomScanState css;
+	TbScanRun	run;
+} TbRunScanState;
+
+extern void tb_scan_run_register(const CustomExecMethods *methods);
+extern void tb_scan_run_install_hook(void);
+extern void tb_scan_run_begin(TbScanRun *run, TbScanRunFlush flush, bool arm);
+extern void tb_scan_run_flush(TbScanRun *run, CustomScanState *node);
+extern void tb_scan_run_flush_armed(TbScanRun *run, CustomScanState *node);
+extern void tb_scan_run_end(TbScanRun *run);
+extern void tb_scan_run_explain_estimate(const TbScanRun *run, struct ExplainState *es);
+extern void tb_scan_run_explain_done(const TbScanRun *run, struct ExplainState *es);
+
+#endif							/* SCAN_RUN_H */
