@@ -38,6 +38,7 @@
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
+#include "planner_int.h"
 
 /* One scan of a table in the plan, and where the plan points to it. */
 typedef struct ScanRef

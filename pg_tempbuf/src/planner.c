@@ -60,6 +60,7 @@
 #include "utils/spccache.h"
 
 #include "pg_tempbuf.h"
+#include "planner_int.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
