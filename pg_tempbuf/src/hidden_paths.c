@@ -10,7 +10,7 @@
  * with them (join_paths.c).  So tb_add_safe_path() keeps them apart, for
  * join_paths.c's second search, and tb_defer_safe_paths() notes a table
  * that gets them only when such a search first asks (join_paths.c then
- * has planner.c make them).
+ * has scan_paths.c make them).
  *
  * Subqueries keep our paths in their lists (their parents choose among
  * their paths), and so do appendrel members (Parallel Append takes their
@@ -20,8 +20,9 @@
  * the statement planned again without our paths for it), and every
  * relation under debug_parallel_query.
  *
- * This file only keeps paths: the file that makes them (planner.c) and
- * the one that asks for deferred ones (join_paths.c) are above it.
+ * This file only keeps paths: the files that make them (scan_paths.c,
+ * index_paths.c) and the one that asks for deferred ones (join_paths.c)
+ * are above it.
  *
  *-------------------------------------------------------------------------
  */

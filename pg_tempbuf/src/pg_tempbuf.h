@@ -143,7 +143,7 @@ extern bool tb_guard_prunable_pages(Relation rel, TbResidentPage *resident,
 /* flush_cost.c: the cost model */
 typedef struct TbScanPrice
 {
-	int			dirty_pages;	/* of the table's main fork (plus toast, see planner.c) */
+	int			dirty_pages;	/* of the table's main fork (plus toast, see scan_paths.c) */
 	int			resident_pages; /* of the main fork, in local buffers */
 	int			pool_pages;		/* local buffers holding a page, any relation */
 	bool		upfront;		/* the flush must end before workers start */
