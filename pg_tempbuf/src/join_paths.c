@@ -24,8 +24,9 @@
  * over UNLOGGED copies).  So:
  *
  *	- the base relations of the top query level keep our parallel-safe,
- *	  non-partial paths apart (tb_add_safe_path()), out of core's own join
- *	  search, which would only try them against paths that beat them;
+ *	  non-partial paths apart (tb_add_safe_path(), hidden_paths.c), out of
+ *	  core's own join search, which would only try them against paths that
+ *	  beat them;
  *	- the second search is done only where it can give a plan something:
  *	  the join may be the inner side of a parallel join (a driver outside
  *	  it, worker_gate.c), or a partial join may run over the inner side's
@@ -34,13 +35,7 @@
  *	  the inner side's safe paths, and the outer side's partial paths only
  *	  for a partial join.
  *
- * Subqueries keep our paths in their lists (their parents choose among
- * their paths), and so do appendrel members (Parallel Append takes their
- * non-partial safe paths), a table the statement names twice (TPC-H
- * Q21's lineitem: a plan that reads it in workers may read it again
- * above the Gather, which must then be a read of ours, or plan_walk.c has
- * the statement planned again without our paths for it), and every
- * relation under debug_parallel_query.
+ * Which relations keep our paths in their lists instead: hidden_paths.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,72 +45,9 @@
 #include "optimizer/paths.h"
 
 #include "pg_tempbuf.h"
+#include "planner_int.h"
 
 static set_join_pathlist_hook_type prev_set_join_pathlist_hook = NULL;
-
-/* The top level's base relations' hidden paths, by relid. */
-static TbHiddenPaths hidden = {NULL, NULL, 0, NULL};
-
-/* As tb_worker_gate_swap(): each statement being planned has its own. */
-void
-tb_hidden_paths_swap(TbHiddenPaths *state)
-{
-	TbHiddenPaths previous = hidden;
-
-	hidden = *state;
-	*state = previous;
-}
-
-/* Does rel keep our non-partial paths hidden (see the file header)? */
-bool
-tb_hides_paths(PlannerInfo *root, RelOptInfo *rel)
-{
-	if (root->parent_root != NULL || rel->reloptkind != RELOPT_BASEREL ||
-		TbParallelForced() ||
-		tb_planning_reads_twice(root->simple_rte_array[rel->relid]->relid))
-		return false;
-	if (hidden.root != root)
-	{
-		hidden.size = root->simple_rel_array_size;
-		hidden.paths = MemoryContextAllocZero(root->planner_cxt,
-											  hidden.size * sizeof(List *));
-		hidden.deferred = NULL;
-		hidden.root = root;
-	}
-	return rel->relid < hidden.size;
-}
-
-/* rel, which hides its paths, gets them only once a join asks. */
-void
-tb_defer_safe_paths(PlannerInfo *root, RelOptInfo *rel)
-{
-	MemoryContext oldcxt = MemoryContextSwitchTo(root->planner_cxt);
-
-	Assert(hidden.root == root);
-	hidden.deferred = bms_add_member(hidden.deferred, rel->relid);
-	MemoryContextSwitchTo(oldcxt);
-}
-
-/*
- * Offer rel a parallel-safe, non-partial path of ours: into its path list,
- * or, for a base relation of the top level, into its hidden list, where
- * add_path() weighs it against our other hidden paths of rel.
- */
-void
-tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path)
-{
-	List	   *visible = rel->pathlist;
-
-	if (!tb_hides_paths(root, rel))
-	{
-		add_path(rel, path);
-		return;
-	}
-	rel->pathlist = hidden.paths[rel->relid];
-	add_path(rel, path);
-	hidden.paths[rel->relid] = rel->pathlist;
-	rel->pathlist = visible;
-}
 
 /* rel's parallel-safe paths: those in its list, and its hidden ones. */
 static List *
@@ -125,22 +57,17 @@ safe_paths_of(PlannerInfo *root, RelOptInfo *rel)
 	ListCell   *lc;
 
 	/* Deferred paths are made now, to last as long as the rel does. */
-	if (hidden.root == root && rel->reloptkind == RELOPT_BASEREL &&
-		bms_is_member(rel->relid, hidden.deferred))
+	if (tb_take_deferred_paths(root, rel))
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(root->planner_cxt);
 
-		hidden.deferred = bms_del_member(hidden.deferred, rel->relid);
 		tb_offer_deferred_paths(root, rel);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	foreach(lc, rel->pathlist)
 		if (((Path *) lfirst(lc))->parallel_safe)
 			safe = lappend(safe, lfirst(lc));
-	if (hidden.root == root && rel->reloptkind == RELOPT_BASEREL &&
-		rel->relid < hidden.size)
-		safe = list_concat(safe, hidden.paths[rel->relid]);
-	return safe;
+	return list_concat(safe, tb_hidden_safe_paths(root, rel));
 }
 
 /* What a side's view hides, to be put back. */

@@ -143,7 +143,7 @@ extern bool tb_guard_prunable_pages(Relation rel, TbResidentPage *resident,
 /* flush_cost.c: the cost model */
 typedef struct TbScanPrice
 {
-	int			dirty_pages;	/* of the table's main fork (plus toast, see planner.c) */
+	int			dirty_pages;	/* of the table's main fork (plus toast, see scan_paths.c) */
 	int			resident_pages; /* of the main fork, in local buffers */
 	int			pool_pages;		/* local buffers holding a page, any relation */
 	bool		upfront;		/* the flush must end before workers start */
@@ -352,42 +352,11 @@ extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 										   int est_dirty_pages,
 										   double est_flush_cost);
 
-/* worker_gate.c: where no worker can pay, planning stays stock */
-extern char tb_relation_facts(Oid relid, bool *may_drive, bool *has_children);
-extern bool tb_level_may_use_workers(PlannerInfo *root);
-extern bool tb_rel_may_be_partial(RelOptInfo *rel);
-extern bool tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel);
-extern bool tb_join_may_use_workers(PlannerInfo *root, RelOptInfo *joinrel);
-typedef struct TbWorkerGate
-{
-	PlannerInfo *root;			/* whose drivers are known */
-	Relids		drivers;
-} TbWorkerGate;
-extern void tb_worker_gate_swap(TbWorkerGate *state);
-
-/* planner.c: hooks that offer the paths */
+/*
+ * planner.c: hooks that offer the paths (the planner's other files and
+ * their declarations: planner_int.h)
+ */
 extern void tb_install_planner_hooks(void);
-extern bool tb_planning_offered_paths(void);
-extern bool tb_planning_reads_twice(Oid relid);
-extern void tb_offer_deferred_paths(PlannerInfo *root, RelOptInfo *rel);
-
-/* join_paths.c: parallel-safe paths for joins of temporary tables */
-extern void tb_install_join_hook(void);
-extern void tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
-extern bool tb_hides_paths(PlannerInfo *root, RelOptInfo *rel);
-extern void tb_defer_safe_paths(PlannerInfo *root, RelOptInfo *rel);
-typedef struct TbHiddenPaths
-{
-	PlannerInfo *root;			/* whose base relations' paths these are */
-	List	  **paths;			/* by relid */
-	int			size;
-	Bitmapset  *deferred;		/* relids whose paths wait for a join */
-} TbHiddenPaths;
-extern void tb_hidden_paths_swap(TbHiddenPaths *state);
-
-/* plan_walk.c: one kind of read per temporary table in a finished plan */
-extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
-								 bool runs_opaque_code);
 
 /* core_copies.c: code derived from PostgreSQL's own */
 extern double tb_parallel_divisor(int parallel_workers);

@@ -38,6 +38,7 @@
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
+#include "planner_int.h"
 
 /* One scan of a table in the plan, and where the plan points to it. */
 typedef struct ScanRef
@@ -204,7 +205,7 @@ seq_scan_convertible(SeqScan *seq, Oid relid, bool inspects_storage,
 	relation = table_open(relid, NoLock);
 	supported = tb_scan_attrs_supported(relation, attrs, toast_sensitive);
 	table_close(relation, NoLock);
-	/* Our scan hands up values fetched and decompressed: see planner.c. */
+	/* Our scan hands up values fetched and decompressed: see scan_paths.c. */
 	return supported && !(*toast_sensitive && inspects_storage);
 }
 

@@ -50,6 +50,7 @@
 #include "utils/syscache.h"
 
 #include "pg_tempbuf.h"
+#include "planner_int.h"
 
 /* The top query level's drivers, found once its base relations have paths. */
 static TbWorkerGate gate = {NULL, NULL};

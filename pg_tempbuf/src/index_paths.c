@@ -1,0 +1,458 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_paths.c
+ *	  Offer the planner "Temp Index Scan", "Temp Index Only Scan" and "Temp
+ *	  Bitmap Heap Scan" paths for a temporary table: core's own btree index
+ *	  and bitmap heap paths, made parallel safe, priced with the flush of
+ *	  the table and its indexes and the participants' private reads.
+ *
+ * Core makes index paths for temporary tables, none parallel safe, and no
+ * partial index path.  Each of ours wraps core's stock path, which core
+ * plans into the Index Scan, Index Only Scan or Bitmap Heap Scan that our
+ * node carries (temp_index_scan.c, temp_bitmap_scan.c): the same rows,
+ * order and parameterization, core's cost plus what flush_cost.c and the
+ * private reads add.  scan_paths.c offers these after its own, for a
+ * statement that runs no code which may read tables (query_facts.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "catalog/pg_am.h"
+#include "nodes/extensible.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "utils/rel.h"
+
+#include "pg_tempbuf.h"
+#include "planner_int.h"
+
+static Plan *plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel,
+								  CustomPath *best_path, List *tlist,
+								  List *clauses, List *custom_plans);
+
+static const CustomPathMethods temp_index_path_methods = {
+	.CustomName = TB_TEMP_INDEX_SCAN_NAME,
+	.PlanCustomPath = plan_temp_index_path,
+};
+
+static Plan *plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel,
+								   CustomPath *best_path, List *tlist,
+								   List *clauses, List *custom_plans);
+
+static const CustomPathMethods temp_bitmap_path_methods = {
+	.CustomName = TB_TEMP_BITMAP_SCAN_NAME,
+	.PlanCustomPath = plan_temp_bitmap_path,
+};
+
+/*
+ * Is root a subquery whose plan is made alone, keeping only its cheapest
+ * path (a SubPlan, an InitPlan, a CTE)?  Those are planned while the
+ * parent is preprocessed, before its query_planner() sets up its rel
+ * arrays.  A subquery in FROM (a pulled-up IN, say) is planned from the
+ * parent's query_planner(), which then chooses among all its paths.
+ */
+static bool
+planned_alone(PlannerInfo *root)
+{
+	return root->parent_root != NULL && root->parent_root->simple_rel_array == NULL;
+}
+
+/*
+ * A Temp Index Scan path: core's index path, parallel safe, priced with
+ * the flush of the table and the index.  The stock path stays the child
+ * of ours (it is planned into the Index Scan our node carries).
+ */
+typedef struct TempIndexPath
+{
+	CustomPath	cpath;
+	int			est_dirty_pages;
+	double		est_flush_cost;
+} TempIndexPath;
+
+/*
+ * Add the index's dirty local pages, which the leader writes with the
+ * table's before workers read them, to price.
+ */
+static void
+price_index_flush(IndexOptInfo *index, TbScanPrice *price)
+{
+	Relation	indexrel = index_open(index->indexoid, NoLock);
+	TbRelFileId file = TbRelationFileId(indexrel);
+	TbLocalBufferCounts counts;
+
+	tb_pool_census_watch(index->indexoid);
+	tb_pool_census(&file, &counts, NULL);
+	price->dirty_pages += counts.dirty;
+	price->known_clean = price->known_clean && tb_fork_known_clean(&file, MAIN_FORKNUM);
+	index_close(indexrel, NoLock);
+}
+
+/*
+ * What a participant's private reads of the pages an unparameterized index
+ * path touches cost beyond core's price: each page once (page_source.c
+ * caches them), like the Temp Seq Scan's private reads.  Such a scan under
+ * Gather runs whole in every participant, and core prices a correlated one
+ * at as little as seq_page_cost a page.  A parameterized path needs
+ * nothing more: core prices each distinct page its loops touch at
+ * random_page_cost (index_pages_fetched() in cost_index()), more than a
+ * private read, and the participants of a partial join share the loops.
+ */
+static Cost
+private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_count)
+{
+	IndexOptInfo *index = ipath->indexinfo;
+	double		tuples = ipath->indexselectivity * rel->tuples;
+	double		heap_pages;
+	double		index_pages;
+	Cost		reads;
+
+	if (loop_count > 1.0)
+		return 0.0;
+	heap_pages = index_pages_fetched(tuples, rel->pages, (double) index->pages, root);
+	if (ipath->path.pathtype == T_IndexOnlyScan)
+		heap_pages = ceil(heap_pages * (1.0 - rel->allvisfrac));
+	index_pages = ceil(ipath->indexselectivity * index->pages);
+	reads = tb_read_page_cost * (heap_pages + index_pages);
+
+	/* A shared range: workers read their share, the leader its buffers. */
+	if (ipath->path.parallel_aware)
+	{
+		double		divisor = tb_parallel_divisor(ipath->path.parallel_workers);
+
+		reads *= ipath->path.parallel_workers / divisor / divisor;
+	}
+	return reads;
+}
+
+/*
+ * Can an index-only scan of ours return the index's columns as they are
+ * stored?  Not where the stored type differs from the column's (a name
+ * column is stored as a cstring, say), which core's Index Only Scan
+ * converts.
+ */
+static bool
+index_returns_columns(IndexOptInfo *index)
+{
+	Relation	indexrel = index_open(index->indexoid, NoLock);
+	TupleDesc	desc = RelationGetDescr(indexrel);
+	bool		ok = list_length(index->indextlist) == desc->natts;
+	ListCell   *lc;
+
+	foreach(lc, index->indextlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!ok)
+			break;
+		ok = exprType((Node *) tle->expr) ==
+			TupleDescAttr(desc, foreach_current_index(lc))->atttypid;
+	}
+	index_close(indexrel, NoLock);
+	return ok;
+}
+
+/*
+ * Our parallel-safe path around core's stock (index or bitmap heap) path:
+ * the same rows, order and parameterization, core's cost plus the flush
+ * price and reads, the private reads beyond core's price, both borne by
+ * each of loop_count rescans in their share, plus, for a shared range, the
+ * margin (pg_tempbuf.parallel_margin) of core's cost.  Core plans the stock
+ * path into the plan our node carries (custom_plans).
+ */
+static CustomPath *
+make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
+				   Cost reads, double loop_count, const CustomPathMethods *methods)
+{
+	TempIndexPath *tpath = palloc0(sizeof(TempIndexPath));
+	CustomPath *cpath = &tpath->cpath;
+	Cost		flush = tb_priced_flush(price);
+
+	/* The margin (as cost_temp_scan()'s), for a shared range: of all of it. */
+	Cost		margin = stock->parallel_aware ?
+		tb_parallel_margin * stock->total_cost *
+		tb_parallel_divisor(stock->parallel_workers) : 0.0;
+
+	NodeSetTag(cpath, T_CustomPath);
+	tpath->est_dirty_pages = price->dirty_pages;
+	tpath->est_flush_cost = flush;
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = stock->pathtarget;
+	cpath->path.param_info = stock->param_info;
+	cpath->path.parallel_aware = stock->parallel_aware;
+	cpath->path.parallel_safe = true;
+	cpath->path.parallel_workers = stock->parallel_workers;
+	cpath->path.rows = stock->rows;
+	cpath->path.pathkeys = stock->pathkeys;
+	TbCopyDisabledNodes(&cpath->path, stock);
+	cpath->path.startup_cost = stock->startup_cost + flush / loop_count;
+	cpath->path.total_cost = stock->total_cost + (flush + reads) / loop_count +
+		margin;
+	cpath->custom_paths = list_make1(stock);
+	cpath->methods = methods;
+	return cpath;
+}
+
+/* Our path around the stock index path ipath. */
+static CustomPath *
+make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
+					 const TbScanPrice *price, double loop_count)
+{
+	return make_wrapping_path(rel, &ipath->path, price,
+							  private_reads(root, rel, ipath, loop_count),
+							  loop_count, &temp_index_path_methods);
+}
+
+/*
+ * Offer a Temp Index Scan for each btree index path core made for rel,
+ * in either direction, with no ORDER BY operator.  An Index Only Scan path
+ * becomes a Temp Index Only Scan, or an index scan where the index stores
+ * a column in another type.  price holds the table's (and its toast
+ * relation's) dirty pages; a parameterized path is rescanned once per
+ * outer row, but the flush happens once per execution and a page is read
+ * privately once, so each scan bears its share of both.  An
+ * unparameterized path that reads forward also gets a partial form, the
+ * participants sharing its range (as core's partial index paths do, which
+ * core makes for no temporary table).
+ */
+void
+tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price,
+						bool vm_known_clean)
+{
+	List	   *stock = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (IsA(path, IndexPath) && !path->parallel_safe)
+			stock = lappend(stock, path);
+	}
+	foreach(lc, stock)
+	{
+		IndexPath  *ipath = lfirst(lc);
+		IndexOptInfo *index = ipath->indexinfo;
+		Relids		outer = PATH_REQ_OUTER(&ipath->path);
+		double		loop_count = tb_loop_count(root, rel->relid, outer);
+		TbScanPrice index_price = *price;
+
+		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL)
+			continue;
+		if (ipath->path.param_info &&
+			!is_parallel_safe(root, (Node *) ipath->path.param_info->ppi_clauses))
+			continue;
+		if (ipath->path.pathtype == T_IndexOnlyScan && !index_returns_columns(index))
+			ipath = create_index_path(root, index, ipath->indexclauses, NIL, NIL,
+									  ipath->path.pathkeys, ipath->indexscandir,
+									  false, outer, loop_count, false);
+
+		price_index_flush(index, &index_price);
+		/* An index-only scan has the visibility map written too. */
+		if (ipath->path.pathtype == T_IndexOnlyScan)
+			index_price.known_clean = index_price.known_clean && vm_known_clean;
+		tb_add_safe_path(root, rel, &make_temp_index_path(root, rel, ipath, &index_price,
+														  loop_count)->path);
+
+		if (outer == NULL && ipath->indexscandir != BackwardScanDirection)
+		{
+			IndexPath  *partial = create_index_path(root, index, ipath->indexclauses,
+													NIL, NIL, ipath->path.pathkeys,
+													ipath->indexscandir,
+													ipath->path.pathtype == T_IndexOnlyScan,
+													NULL, 1.0, true);
+
+			if (partial->path.parallel_aware)
+				add_partial_path(rel, &make_temp_index_path(root, rel, partial,
+															&index_price, 1.0)->path);
+		}
+
+		/*
+		 * As drop_stock_seq_scans() (scan_paths.c), for the same reason,
+		 * where only one path is kept: a subquery in FROM keeps core's
+		 * cheaper serial path beside ours, for its parent to choose.
+		 */
+		if (planned_alone(root))
+			rel->pathlist = list_delete_ptr(rel->pathlist, lfirst(lc));
+	}
+	list_free(stock);
+}
+
+/*
+ * Can a Temp Bitmap Heap Scan run this bitmap tree?  Only btree index scans
+ * (= ANY included: btree_reader.c takes it), combined by AND and OR.  Adds
+ * each index's dirty pages to price (once per index), its private reads
+ * to *index_pages.
+ */
+static bool
+bitmap_tree_supported(Path *bitmapqual, TbScanPrice *price, List **indexoids,
+					  double *index_pages)
+{
+	List	   *children;
+	ListCell   *lc;
+
+	if (IsA(bitmapqual, IndexPath))
+	{
+		IndexPath  *ipath = (IndexPath *) bitmapqual;
+		IndexOptInfo *index = ipath->indexinfo;
+
+		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL ||
+			ipath->indexscandir == BackwardScanDirection)
+			return false;
+		if (!list_member_oid(*indexoids, index->indexoid))
+		{
+			*indexoids = lappend_oid(*indexoids, index->indexoid);
+			price_index_flush(index, price);
+		}
+		*index_pages += ceil(ipath->indexselectivity * index->pages);
+		return true;
+	}
+	if (IsA(bitmapqual, BitmapAndPath))
+		children = ((BitmapAndPath *) bitmapqual)->bitmapquals;
+	else if (IsA(bitmapqual, BitmapOrPath))
+		children = ((BitmapOrPath *) bitmapqual)->bitmapquals;
+	else
+		return false;
+	foreach(lc, children)
+		if (!bitmap_tree_supported(lfirst(lc), price, indexoids, index_pages))
+			return false;
+	return true;
+}
+
+/*
+ * Offer a Temp Bitmap Heap Scan for each stock bitmap heap path of rel
+ * whose tree bitmap_tree_supported() takes: core's costs, plus the flush
+ * of the table and every index, plus, unparameterized, the private reads
+ * of the heap pages (compute_bitmap_pages(), as core prices them) and
+ * index pages it touches (see private_reads()).  Non-partial only: each
+ * participant builds its own bitmap and reads every page it names.
+ */
+void
+tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
+{
+	List	   *stock = NIL;
+	ListCell   *lc;
+
+	/*
+	 * add_path() frees a bitmap heap path that a new one beats (ours may,
+	 * costing the same and being parallel safe): wrap copies.
+	 */
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (IsA(path, BitmapHeapPath) && !path->parallel_safe)
+		{
+			BitmapHeapPath *copy = palloc(sizeof(BitmapHeapPath));
+
+			memcpy(copy, path, sizeof(BitmapHeapPath));
+			stock = lappend(stock, list_make2(path, copy));
+		}
+	}
+	foreach(lc, stock)
+	{
+		Path	   *original = linitial(lfirst(lc));
+		BitmapHeapPath *bpath = lsecond(lfirst(lc));
+		Relids		outer = PATH_REQ_OUTER(&bpath->path);
+		double		loop_count = tb_loop_count(root, rel->relid, outer);
+		TbScanPrice bitmap_price = *price;
+		List	   *indexoids = NIL;
+		double		index_pages = 0.0;
+		Cost		reads = 0.0;
+
+		if (bpath->path.param_info &&
+			!is_parallel_safe(root, (Node *) bpath->path.param_info->ppi_clauses))
+			continue;
+		if (!bitmap_tree_supported(bpath->bitmapqual, &bitmap_price, &indexoids,
+								   &index_pages))
+			continue;
+		if (loop_count <= 1.0)
+		{
+			Cost		index_cost;
+			double		tuples;
+			double		heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual,
+														  1, &index_cost, &tuples);
+
+			reads = tb_read_page_cost * (heap_pages + index_pages);
+		}
+		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
+		tb_add_safe_path(root, rel,
+						 &make_wrapping_path(rel, &bpath->path, &bitmap_price, reads,
+											 loop_count, &temp_bitmap_path_methods)->path);
+
+		/* As tb_add_temp_index_paths(). */
+		if (planned_alone(root))
+			rel->pathlist = list_delete_ptr(rel->pathlist, original);
+	}
+	list_free_deep(stock);
+}
+
+/*
+ * The plan core made of our path's stock path (custom_plans), which our
+ * node carries: a gating Result, should core put one above it, is ours to
+ * have instead.
+ */
+static Plan *
+stock_plan(List *custom_plans)
+{
+	Plan	   *stock = linitial(custom_plans);
+
+	if (IsA(stock, Result) && stock->lefttree)
+		stock = stock->lefttree;
+	stock->parallel_safe = true;
+	return stock;
+}
+
+/* Our node around core's Index Scan (or Index Only Scan). */
+static Plan *
+plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					 List *tlist, List *clauses, List *custom_plans)
+{
+	TempIndexPath *tpath = (TempIndexPath *) best_path;
+	Plan	   *stock = stock_plan(custom_plans);
+	IndexPath  *ipath = linitial(best_path->custom_paths);
+	List	   *indexqualorig = NIL;
+
+	/* The index conditions as the query wrote them: see create_indexscan_plan(). */
+	if (IsA(stock, IndexScan))
+		indexqualorig = ((IndexScan *) stock)->indexqualorig;
+	else
+	{
+		ListCell   *lc;
+
+		Assert(IsA(stock, IndexOnlyScan));
+		foreach(lc, ipath->indexclauses)
+		{
+			IndexClause *iclause = lfirst(lc);
+			ListCell   *lc2;
+
+			foreach(lc2, iclause->indexquals)
+				indexqualorig = lappend(indexqualorig,
+										((RestrictInfo *) lfirst(lc2))->clause);
+		}
+	}
+	return tb_make_temp_index_scan_plan((Scan *) stock, tlist, indexqualorig,
+										tpath->est_dirty_pages,
+										tpath->est_flush_cost);
+}
+
+/* Our node around core's Bitmap Heap Scan (its index scans under it). */
+static Plan *
+plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					  List *tlist, List *clauses, List *custom_plans)
+{
+	TempIndexPath *tpath = (TempIndexPath *) best_path;
+	Plan	   *stock = stock_plan(custom_plans);
+
+	return tb_make_temp_bitmap_scan_plan(castNode(BitmapHeapScan, stock), tlist,
+										 tpath->est_dirty_pages,
+										 tpath->est_flush_cost);
+}
