@@ -44,7 +44,7 @@
  * index and heap pages only in ways any reader takes whole (hint bits,
  * entries marked dead), because nothing in the plan reads them through
  * local buffers but this file in the leader (plan_walk.c), and statements
- * that run code which might do so get no index scan of ours (planner).
+ * that run code which might do so get no index scan of ours (scan_paths.c).
  * A page returned by tb_page_source_get() stays valid until the next call;
  * one page at a time (the leaf being walked) can be held longer, until the
  * next hold or tb_page_source_close().  Consecutive requests for the same
