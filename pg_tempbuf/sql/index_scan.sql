@@ -354,3 +354,23 @@ RESET random_page_cost;
 RESET enable_indexscan;
 RESET enable_mergejoin;
 SET enable_bitmapscan = off;
+RESET enable_bitmapscan;
+
+-- Forced parallel mode (debug_parallel_query; force_parallel_mode before
+-- 16), as regression suites run it: a small indexed table's index-only
+-- scan goes to a worker under the single-copy Gather, as core's scan of a
+-- permanent table would, and returns what the stock scan returns.
+CREATE TEMP TABLE small_ix (k int PRIMARY KEY, v int);
+INSERT INTO small_ix SELECT g, g % 10 FROM generate_series(1, 2000) g;
+VACUUM ANALYZE small_ix;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'on', false) AS forced;
+EXPLAIN (COSTS OFF) SELECT k FROM small_ix WHERE k BETWEEN 100 AND 200;
+SELECT workers_ran_index_scan('SELECT k FROM small_ix WHERE k BETWEEN 100 AND 200');
+SELECT * FROM compare_ways('SELECT k FROM small_ix WHERE k BETWEEN 100 AND 200');
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END,
+                  'off', false) AS forced;

@@ -193,6 +193,9 @@ make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
 	cpath->path.rows = stock->rows;
 	cpath->path.pathkeys = stock->pathkeys;
 	TbCopyDisabledNodes(&cpath->path, stock);
+	/* As a full Temp Seq Scan under debug_parallel_query (cost_temp_scan()). */
+	if (!stock->parallel_aware && TbParallelForced())
+		flush = reads = 0.0;
 	cpath->path.startup_cost = stock->startup_cost + flush / loop_count;
 	cpath->path.total_cost = stock->total_cost + (flush + reads) / loop_count +
 		margin;

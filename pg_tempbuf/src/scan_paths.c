@@ -109,6 +109,15 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 
 	tb_temp_scan_extra_cost(price, path->parallel_aware, path->parallel_workers,
 							divisor, cpu_run_cost, &extra_startup, &extra_run);
+
+	/*
+	 * debug_parallel_query asks for a Gather over any parallel-safe plan, as
+	 * regression suites run: a full scan then costs what the stock one does,
+	 * and wins the tie by being parallel safe (add_path()), as core's scan
+	 * of a permanent table would be.  The flush still happens.
+	 */
+	if (!path->parallel_aware && TbParallelForced())
+		extra_startup = extra_run = 0.0;
 	startup_cost += extra_startup;
 
 	/*
