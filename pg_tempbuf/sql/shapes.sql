@@ -179,6 +179,25 @@ SELECT count(*) AS leader_only_scans FROM explain_lines('EXPLAIN (ANALYZE, COSTS
  WHERE line ~ 'Leader Only';
 SELECT * FROM both_ways('SELECT count(*) FROM keyed WHERE w > (SELECT w FROM keyed WHERE k = 5)');
 
+-- A stock btree Index Scan above the Gather, of a table that workers read
+-- below it (the inner side of a nested loop over the Gather, a SubPlan): a
+-- Temp Index Scan that only the leader runs, through its local buffers,
+-- without a hint bit or a prune and with nothing to flush.  The plan keeps
+-- its workers instead of being made again without them.
+CREATE TEMP TABLE looked AS
+  SELECT g AS k, (g * 7) % 100000 AS v, md5(g::text) AS s FROM generate_series(1, 100000) g;
+CREATE INDEX looked_k ON looked (k);
+ANALYZE looked;
+SELECT plan_summary('SELECT a.k, b.s FROM looked a JOIN looked b ON b.k = a.v WHERE a.s LIKE ''abc%''');
+SELECT * FROM both_ways('SELECT count(*), md5(string_agg(x::text, '','' ORDER BY x::text)) FROM (SELECT a.k, b.s FROM looked a JOIN looked b ON b.k = a.v WHERE a.s LIKE ''abc%'') x');
+SELECT plan_summary('SELECT a.k, (SELECT b.s FROM looked b WHERE b.k = a.v) FROM looked a WHERE a.s LIKE ''abc%''');
+SELECT * FROM both_ways('SELECT count(*), md5(string_agg(x::text, '','' ORDER BY x::text)) FROM (SELECT a.k, (SELECT b.s FROM looked b WHERE b.k = a.v) FROM looked a WHERE a.s LIKE ''abc%'') x');
+SELECT plan_summary('SELECT a.k FROM looked a WHERE a.s LIKE ''abc%'' AND NOT EXISTS (SELECT 1 FROM looked b WHERE b.k = a.v AND b.s LIKE ''a%'')');
+SELECT * FROM both_ways('SELECT count(*), md5(string_agg(x::text, '','' ORDER BY x::text)) FROM (SELECT a.k FROM looked a WHERE a.s LIKE ''abc%'' AND NOT EXISTS (SELECT 1 FROM looked b WHERE b.k = a.v AND b.s LIKE ''a%'')) x');
+SELECT regexp_replace(line, ' \(actual.*', '') AS line
+  FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT a.k, b.s FROM looked a JOIN looked b ON b.k = a.v WHERE a.s LIKE ''abc%''') AS line
+ WHERE line ~ '(Temp Index Scan|Pages Flushed|Workers Launched)';
+
 -- A plan that ends up serial reads the table the stock way.
 SET max_parallel_workers_per_gather = 0;
 SELECT plan_summary('SELECT count(*) FROM big b JOIN stage s USING (k)');

@@ -444,7 +444,7 @@ plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 	return tb_make_temp_index_scan_plan((Scan *) stock, tlist, indexqualorig,
 										tpath->est_dirty_pages,
-										tpath->est_flush_cost);
+										tpath->est_flush_cost, false);
 }
 
 /* Our node around core's Bitmap Heap Scan (its index scans under it). */

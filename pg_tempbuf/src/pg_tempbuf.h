@@ -337,7 +337,8 @@ extern Plan *tb_temp_index_scan_stock_plan(CustomScan *cscan);
 extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 										  List *indexqualorig,
 										  int est_dirty_pages,
-										  double est_flush_cost);
+										  double est_flush_cost,
+										  bool leader_only);
 
 /*
  * temp_bitmap_scan.c: the Temp Bitmap Heap Scan executor node, "Custom Scan

@@ -13,9 +13,13 @@
  *	- in a parallel plan, a stock Seq Scan of a table that our scans also
  *	  read becomes a full scan of ours (same target list and quals: both
  *	  kinds of node take them from the table's tuples the same way);
- *	- another stock scan of such a table (index, bitmap, TID) cannot: the
- *	  plan is made again without our paths for that table (our scans of it
- *	  would otherwise have to run in the leader alone, under a Gather
+ *	- so does a stock btree Index Scan above the Gather: a Temp Index Scan
+ *	  that only the leader runs, through its local buffers as the stock one
+ *	  would, but without setting a hint bit or pruning, and nothing to
+ *	  flush (the price is the stock scan's);
+ *	- another stock scan of such a table (index only, bitmap, TID) cannot:
+ *	  the plan is made again without our paths for that table (our scans of
+ *	  it would otherwise have to run in the leader alone, under a Gather
  *	  costed with workers);
  *	- in a plan that ended up without parallelism, a full scan of ours
  *	  becomes a stock Seq Scan again, a Temp Index Scan the Index Scan it
@@ -30,7 +34,9 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/table.h"
+#include "catalog/pg_am_d.h"
 #include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
@@ -207,6 +213,52 @@ seq_scan_convertible(SeqScan *seq, Oid relid, bool inspects_storage,
 	table_close(relation, NoLock);
 	/* Our scan hands up values fetched and decompressed: see scan_paths.c. */
 	return supported && !(*toast_sensitive && inspects_storage);
+}
+
+/*
+ * Can a leader-only Temp Index Scan stand for this stock Index Scan above
+ * the Gather?  A btree scan without ORDER BY operators (what a Temp Index
+ * Scan reads), handing up what a scan of ours can (seq_scan_convertible()).
+ */
+static bool
+index_scan_convertible(IndexScan *scan, Oid relid, bool inspects_storage)
+{
+	Index		scanrelid = scan->scan.scanrelid;
+	Bitmapset  *attrs = NULL;
+	Relation	relation;
+	Relation	index;
+	bool		supported;
+	bool		toast_sensitive;
+
+	if (scan->indexorderby != NIL)
+		return false;
+	index = index_open(scan->indexid, NoLock);
+	supported = index->rd_rel->relam == BTREE_AM_OID;
+	index_close(index, NoLock);
+	if (!supported)
+		return false;
+	pull_varattnos((Node *) scan->scan.plan.targetlist, scanrelid, &attrs);
+	pull_varattnos((Node *) scan->scan.plan.qual, scanrelid, &attrs);
+	pull_varattnos((Node *) scan->indexqualorig, scanrelid, &attrs);
+	relation = table_open(relid, NoLock);
+	supported = tb_scan_attrs_supported(relation, attrs, &toast_sensitive);
+	table_close(relation, NoLock);
+	return supported && !(toast_sensitive && inspects_storage);
+}
+
+static Plan *
+leader_index_scan_from_index_scan(IndexScan *scan)
+{
+	CustomScan *cscan;
+
+	cscan = (CustomScan *) tb_make_temp_index_scan_plan(&scan->scan,
+														scan->scan.plan.targetlist,
+														scan->indexqualorig, 0, 0.0,
+														true);
+	/* Keep the costs, row estimates and parameter sets core computed. */
+	cscan->scan.plan = scan->scan.plan;
+	NodeSetTag(cscan, T_CustomScan);
+	return &cscan->scan.plan;
 }
 
 static Plan *
@@ -410,6 +462,12 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 								 &toast_sensitive))
 		{
 			*ref->link = full_scan_from_seq_scan((SeqScan *) plan, toast_sensitive);
+			continue;
+		}
+		if (IsA(plan, IndexScan) && !ref->under_gather &&
+			index_scan_convertible((IndexScan *) plan, ref->relid, inspects_storage))
+		{
+			*ref->link = leader_index_scan_from_index_scan((IndexScan *) plan);
 			continue;
 		}
 

@@ -72,6 +72,7 @@ enum
 {
 	TIP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TIP_EST_FLUSH_COST,
+	TIP_LEADER_ONLY,			/* above Gather: reads local buffers, flushes nothing */
 	TIP_NUM_MEMBERS
 };
 
@@ -102,6 +103,7 @@ typedef struct TempIndexScanState
 	Oid			indexid;		/* from the plan's child, core's plan of the scan */
 	List	   *indexqual;
 	bool		index_only;
+	bool		leader_only;	/* TIP_LEADER_ONLY */
 	bool		backward;		/* the stock plan's indexorderdir */
 	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
 
@@ -207,11 +209,16 @@ tb_temp_index_scan_stock_plan(CustomScan *cscan)
 
 /*
  * The plan: stock is core's Index Scan or Index Only Scan of the same path
- * (see the file header); tlist and the filter are the stock scan's.
+ * (see the file header); tlist and the filter are the stock scan's.  A
+ * leader_only one stands above Gather for a stock Index Scan of a table
+ * that workers read (plan_walk.c): it reads the leader's local buffers as
+ * every participant's leader does, without setting a hint bit or pruning,
+ * and has nothing to flush.
  */
 Plan *
 tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
-							 int est_dirty_pages, double est_flush_cost)
+							 int est_dirty_pages, double est_flush_cost,
+							 bool leader_only)
 {
 	CustomScan *cscan = makeNode(CustomScan);
 
@@ -221,8 +228,9 @@ tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(indexqualorig);
-	cscan->custom_private = list_make2(makeInteger(est_dirty_pages),
-									   makeString(psprintf("%.2f", est_flush_cost)));
+	cscan->custom_private = list_make3(makeInteger(est_dirty_pages),
+									   makeString(psprintf("%.2f", est_flush_cost)),
+									   makeInteger(leader_only));
 	cscan->methods = &index_scan_methods;
 	if (IsA(stock, IndexOnlyScan))
 	{
@@ -267,6 +275,7 @@ index_scan_create_state(CustomScan *cscan)
 	is->run.est_dirty_pages = intVal(list_nth(cscan->custom_private, TIP_EST_DIRTY_PAGES));
 	is->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TIP_EST_FLUSH_COST)), NULL);
+	is->leader_only = intVal(list_nth(cscan->custom_private, TIP_LEADER_ONLY));
 	return (Node *) is;
 }
 
@@ -316,7 +325,7 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	 * Seq Scan does, and not here, for the same reason: see temp_scan.c).
 	 */
 	if (!IsParallelWorker())
-		tb_scan_run_begin(&is->run, index_scan_flush, true);
+		tb_scan_run_begin(&is->run, index_scan_flush, !is->leader_only);
 }
 
 /* Leader: put the table, its index and its toast relation on disk. */
