@@ -142,6 +142,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	tb_planning.inspects_storage = facts.inspects_storage;
 	tb_planning.runs_opaque_code = facts.runs_opaque_code;
 	tb_planning.code_facts_pending = facts.flat ? parse : NULL;
+	/* Keep the state of a statement being planned around this one; start empty. */
 	tb_worker_gate_swap(&saved_gate);
 	tb_hidden_paths_swap(&saved_hidden);
 	PG_TRY();
@@ -152,9 +153,6 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 			TbWorkerGate fresh_gate = {NULL, NULL};
 			TbHiddenPaths fresh_hidden = {NULL, NULL, 0, NULL};
 
-			/* A plan made again starts from nothing (its roots are new). */
-			tb_worker_gate_swap(&fresh_gate);
-			tb_hidden_paths_swap(&fresh_hidden);
 			result = plan_with(parse, query_string, cursorOptions,
 							   boundParams);
 			if (tb_planning.paths_offered == 0)
@@ -175,6 +173,9 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 				lappend_oid(tb_planning.excluded_relids, conflict);
 			tb_planning.paths_offered = 0;
 			parse = copyObject(pristine);
+			/* A plan made again starts from nothing (its roots are new). */
+			tb_worker_gate_swap(&fresh_gate);
+			tb_hidden_paths_swap(&fresh_hidden);
 		}
 	}
 	PG_FINALLY();

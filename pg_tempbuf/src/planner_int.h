@@ -74,14 +74,45 @@ typedef struct QueryFacts
 	bool		inspects_storage;	/* pg_column_size() and the like */
 	bool		runs_opaque_code;	/* code that may read tables: see below */
 	bool		may_use_workers;	/* names a table big enough for them */
-	bool		flat;			/* one query level: see flat_query_facts() */
+	bool		flat;			/* one query level: see tb_flat_query_facts() */
 	bool		may_inline;		/* a function in FROM, whose body may come in */
 } QueryFacts;
 
-extern void tb_query_facts(Query *parse, QueryFacts *facts);
+extern bool tb_flat_query_facts(Query *parse, QueryFacts *facts);
+extern bool tb_query_facts_walker(Node *node, void *context);
 extern bool tb_outputs_user_types(Query *parse);
-extern bool tb_may_need_replan(const QueryFacts *facts);
 extern void tb_planning_code_facts(void);
+
+/*
+ * The facts tb_planner() needs of the query it is given: of its range
+ * table alone for a statement of one query level (facts->flat), of all
+ * its levels otherwise.  Inline, as the next one: every planning of a
+ * statement that reads a temporary table asks.
+ */
+static inline void
+tb_query_facts(Query *parse, QueryFacts *facts)
+{
+	facts->flat = tb_flat_query_facts(parse, facts);
+	if (!facts->flat)
+		tb_query_facts_walker((Node *) parse, facts);
+}
+
+/*
+ * Can the plan read one temporary table through two scan nodes, so that
+ * plan_walk.c may ask for a second planning?  Only if the query names it
+ * twice (or a CTE twice), or the planner adds relations (an inheritance
+ * parent's children, a SQL function's body that it inlines).  A query that reads each of its
+ * temporary tables once, the common case, is then planned once and never
+ * copied: copying dominated our share of a point query's planning.
+ */
+static inline bool
+tb_may_need_replan(const QueryFacts *facts)
+{
+	return facts->temp_relids != NIL &&
+		(facts->twice_relids != NIL || facts->cte_read_twice ||
+		 facts->temp_parent ||
+		 (facts->flat ? facts->may_inline : facts->runs_opaque_code));
+}
 extern bool tb_planning_offered_paths(void);
 extern bool tb_planning_reads_twice(Oid relid);
 

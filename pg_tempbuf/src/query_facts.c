@@ -128,8 +128,8 @@ code_facts_walker(Node *node, void *context)
  * relation in (inline_function() takes only a body without FROM); a
  * function in FROM may.  False, noting nothing, for any other statement.
  */
-static bool
-flat_query_facts(Query *parse, QueryFacts *facts)
+bool
+tb_flat_query_facts(Query *parse, QueryFacts *facts)
 {
 	ListCell   *lc;
 
@@ -156,8 +156,8 @@ flat_query_facts(Query *parse, QueryFacts *facts)
  * and subqueries included), and does one of them appear twice?  Does it
  * ask how a value is stored, or run code that may read tables?
  */
-static bool
-query_facts_walker(Node *node, void *context)
+bool
+tb_query_facts_walker(Node *node, void *context)
 {
 	QueryFacts *facts = (QueryFacts *) context;
 
@@ -178,10 +178,10 @@ query_facts_walker(Node *node, void *context)
 		foreach(lc, ((Query *) node)->cteList)
 			if (lfirst_node(CommonTableExpr, lc)->cterefcount > 1)
 				facts->cte_read_twice = true;
-		return query_tree_walker((Query *) node, query_facts_walker,
+		return query_tree_walker((Query *) node, tb_query_facts_walker,
 								 context, QTW_EXAMINE_RTES_BEFORE);
 	}
-	return expression_tree_walker(node, query_facts_walker, context);
+	return expression_tree_walker(node, tb_query_facts_walker, context);
 }
 
 /*
@@ -216,19 +216,6 @@ tb_outputs_user_types(Query *parse)
 }
 
 /*
- * The facts tb_planner() needs of the query it is given: of its range
- * table alone for a statement of one query level (facts->flat), of all
- * its levels otherwise.
- */
-void
-tb_query_facts(Query *parse, QueryFacts *facts)
-{
-	facts->flat = flat_query_facts(parse, facts);
-	if (!facts->flat)
-		query_facts_walker((Node *) parse, facts);
-}
-
-/*
  * The code facts of a statement of one query level (see PlanningState),
  * found as its first temporary table gets paths of ours.
  */
@@ -260,21 +247,4 @@ bool
 tb_planning_offered_paths(void)
 {
 	return tb_planning.engaged && tb_planning.paths_offered > 0;
-}
-
-/*
- * Can the plan read one temporary table through two scan nodes, so that
- * plan_walk.c may ask for a second planning?  Only if the query names it
- * twice (or a CTE twice), or the planner adds relations (an inheritance
- * parent's children, a SQL function's body that it inlines).  A query that reads each of its
- * temporary tables once, the common case, is then planned once and never
- * copied: copying dominated our share of a point query's planning.
- */
-bool
-tb_may_need_replan(const QueryFacts *facts)
-{
-	return facts->temp_relids != NIL &&
-		(facts->twice_relids != NIL || facts->cte_read_twice ||
-		 facts->temp_parent ||
-		 (facts->flat ? facts->may_inline : facts->runs_opaque_code));
 }
