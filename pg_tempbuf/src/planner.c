@@ -130,7 +130,9 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 		!(facts.may_use_workers || TbParallelForced()))
 		return plan_stock(parse, query_string, cursorOptions, boundParams);
 
-	facts.runs_opaque_code |= tb_outputs_user_types(parse);
+	/* A statement of one query level asks once it gets paths of ours. */
+	if (!facts.flat)
+		facts.runs_opaque_code |= tb_outputs_user_types(parse);
 	if (tb_may_need_replan(&facts))
 		pristine = copyObject(parse);
 

@@ -57,7 +57,8 @@ typedef struct PlanningState
 	/*
 	 * The two above, for a statement of one query level, are found when a
 	 * temporary table first gets paths of ours, from the query being
-	 * planned (code_facts_walker()): most such statements never get there.
+	 * planned (code_facts_walker(), tb_outputs_user_types()): most such
+	 * statements never get there.
 	 */
 	Query	   *code_facts_pending;
 } PlanningState;

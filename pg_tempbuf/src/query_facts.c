@@ -226,7 +226,8 @@ tb_planning_code_facts(void)
 
 	code_facts_walker((Node *) tb_planning.code_facts_pending, &code);
 	tb_planning.inspects_storage = code.inspects_storage;
-	tb_planning.runs_opaque_code |= code.runs_opaque_code;
+	tb_planning.runs_opaque_code |= code.runs_opaque_code ||
+		tb_outputs_user_types(tb_planning.code_facts_pending);
 	tb_planning.code_facts_pending = NULL;
 }
 
