@@ -298,6 +298,33 @@ RESET max_parallel_workers;
 RESET enable_material;
 RESET work_mem;
 
+-- The partial form (unparameterized): one bitmap, built in the query's DSA
+-- by the first participant to get there, its heap pages shared among all,
+-- as core's Parallel Bitmap Heap Scan.  Who builds and who reads which
+-- page is a race; the heap blocks read add up to the serial scan's.
+SET enable_seqscan = off;
+SET pg_tempbuf.read_page_cost = 0;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(id) FROM bm WHERE a < 30 OR b < 30;
+SELECT * FROM compare_ways('SELECT id FROM bm WHERE a < 30 OR b < 30');
+SELECT workers_ran_bitmap_scan('SELECT id FROM bm WHERE a < 30 OR b < 30');
+SELECT (regexp_match(line, '(Parallel Custom Scan \(Temp Bitmap Heap Scan\)|Index Entries: leader|Exact Heap Blocks: leader|Lossy Heap Blocks: leader)'))[1] AS shown
+  FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+    SELECT count(*), sum(id) FROM bm WHERE a < 30 OR b < 30') AS line
+ WHERE line ~ '(Temp Bitmap|Index Entries|Heap Blocks)';
+SELECT (SELECT sum(m[1]::int)
+          FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+                 SELECT count(*), sum(id) FROM bm WHERE a < 30 OR b < 30') AS line,
+               regexp_matches(line, '=(\d+)', 'g') AS m
+         WHERE line ~ 'Exact Heap Blocks') AS shared_exact_blocks;
+SET pg_tempbuf.parallel_scan = off;
+SELECT (SELECT (regexp_match(line, 'exact=(\d+)'))[1]::int
+          FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+                 SELECT count(*), sum(id) FROM bm WHERE a < 30 OR b < 30') AS line
+         WHERE line ~ 'Heap Blocks') AS serial_exact_blocks;
+RESET pg_tempbuf.parallel_scan;
+RESET pg_tempbuf.read_page_cost;
+RESET enable_seqscan;
+
 -- Rows of the open transaction: an update that moves rows in both indexes,
 -- a HOT update, deletions, a rolled-back savepoint, new rows.
 BEGIN;

@@ -274,4 +274,38 @@ TbBitmapNextPage(TbBitmapIterator *iterator, BlockNumber *blkno,
 }
 #endif
 
+/* The same over an iterator shared by a parallel query's participants. */
+#if PG_VERSION_NUM >= 180000
+static inline bool
+TbBitmapSharedNextPage(TBMSharedIterator *iterator, BlockNumber *blkno,
+					   OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
+	TBMIterateResult result;
+
+	if (!tbm_shared_iterate(iterator, &result))
+		return false;
+	*blkno = result.blockno;
+	*recheck = result.recheck;
+	*noffsets = result.lossy ? -1 :
+		tbm_extract_page_tuple(&result, offsets, MaxHeapTuplesPerPage);
+	return true;
+}
+#else
+static inline bool
+TbBitmapSharedNextPage(TBMSharedIterator *iterator, BlockNumber *blkno,
+					   OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
+	TBMIterateResult *result = tbm_shared_iterate(iterator);
+
+	if (result == NULL)
+		return false;
+	*blkno = result->blockno;
+	*recheck = result->recheck;
+	*noffsets = result->ntuples;
+	if (result->ntuples > 0)
+		memcpy(offsets, result->offsets, result->ntuples * sizeof(OffsetNumber));
+	return true;
+}
+#endif
+
 #endif							/* PG_TEMPBUF_COMPAT_H */

@@ -335,8 +335,10 @@ bitmap_tree_supported(Path *bitmapqual, TbScanPrice *price, List **indexoids,
  * whose tree bitmap_tree_supported() takes: core's costs, plus the flush
  * of the table and every index, plus, unparameterized, the private reads
  * of the heap pages (compute_bitmap_pages(), as core prices them) and
- * index pages it touches (see private_reads()).  Non-partial only: each
- * participant builds its own bitmap and reads every page it names.
+ * index pages it touches (see private_reads()).  An unparameterized one
+ * also gets a partial form, as core makes for permanent tables
+ * (create_partial_bitmap_paths()): one bitmap, built by one participant,
+ * whose heap pages the participants share, read privately.
  */
 void
 tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *price)
@@ -390,6 +392,28 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		tb_add_safe_path(root, rel,
 						 &make_wrapping_path(rel, &bpath->path, &bitmap_price, reads,
 											 loop_count, &temp_bitmap_path_methods)->path);
+
+		if (outer == NULL)
+		{
+			double		heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual,
+														  1, NULL, NULL);
+			int			workers = compute_parallel_worker(rel, heap_pages, -1,
+														  max_parallel_workers_per_gather);
+
+			if (workers > 0)
+			{
+				BitmapHeapPath *partial = create_bitmap_heap_path(root, rel,
+																  bpath->bitmapqual,
+																  NULL, 1.0, workers);
+
+				/* Each participant reads its share of the heap pages. */
+				reads = tb_read_page_cost *
+					(heap_pages / tb_parallel_divisor(workers) + index_pages);
+				add_partial_path(rel, &make_wrapping_path(rel, &partial->path,
+														  &bitmap_price, reads, 1.0,
+														  &temp_bitmap_path_methods)->path);
+			}
+		}
 
 		/* As tb_add_temp_index_paths(). */
 		if (planned_alone(root))

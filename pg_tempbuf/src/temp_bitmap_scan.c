@@ -8,7 +8,11 @@
  * It stands where core would put a Bitmap Heap Scan over btree indexes
  * (BitmapAnd and BitmapOr included): the inner side of a join in a
  * parallel plan, parameterized nested-loop inners too.  It is parallel
- * safe, not parallel aware: each participant runs the whole scan.
+ * safe: each participant runs the whole scan.  Its parallel-aware form
+ * ("Parallel Custom Scan (Temp Bitmap Heap Scan)", unparameterized) shares
+ * one bitmap, as core's Parallel Bitmap Heap Scan does: the first
+ * participant to get there builds it in the query's DSA while the others
+ * wait, then all take its pages from one shared iterator.
  *
  * The plan keeps core's Bitmap Heap Scan plan as its one child in
  * custom_plans, never executed (as the Temp Index Scan keeps its Index
@@ -48,6 +52,10 @@
 
 #include "pg_tempbuf.h"
 #include "scan_run.h"
+#include "storage/condition_variable.h"
+#include "storage/spin.h"
+#include "utils/dsa.h"
+#include "utils/wait_event.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */
@@ -78,6 +86,36 @@ typedef struct BitmapSource
 	TbBtreeScan *btree;
 } BitmapSource;
 
+/* A participant's counts, for EXPLAIN. */
+typedef struct BitmapScanCounts
+{
+	uint64		index_entries;
+	uint64		exact_pages;
+	uint64		lossy_pages;
+} BitmapScanCounts;
+
+/*
+ * The partial form's state in the query's DSM: the one bitmap, built by
+ * whoever gets there first, and the workers' counts, which each leaves
+ * when its scan ends and the leader adds up before the segment goes.
+ */
+typedef enum SharedBitmapPhase
+{
+	SHARED_BITMAP_EMPTY,
+	SHARED_BITMAP_BUILDING,
+	SHARED_BITMAP_BUILT
+} SharedBitmapPhase;
+
+typedef struct SharedBitmap
+{
+	slock_t		mutex;
+	SharedBitmapPhase phase;
+	dsa_pointer iterator;		/* tbm_prepare_shared_iterate()'s, once built */
+	ConditionVariable built;
+	int			nworkers;
+	BitmapScanCounts counts[FLEXIBLE_ARRAY_MEMBER];	/* [i]: worker i */
+} SharedBitmap;
+
 typedef struct TempBitmapScanState
 {
 	CustomScanState css;
@@ -93,6 +131,8 @@ typedef struct TempBitmapScanState
 	MemoryContext bitmap_cxt;
 	bool		built;
 	TbBitmapIterator *iterator;
+	SharedBitmap *shared;		/* partial, under a Gather with a DSM */
+	TBMSharedIterator *shared_iterator;
 	bool		have_page;
 	BlockNumber blkno;
 	bool		recheck;
@@ -103,9 +143,9 @@ typedef struct TempBitmapScanState
 	TbPageSource *heap_pages;
 	TbHeapRows	rows;
 
-	uint64		index_entries;	/* for EXPLAIN, this process's */
-	uint64		exact_pages;
-	uint64		lossy_pages;
+	BitmapScanCounts mine;		/* for EXPLAIN, this process's */
+	BitmapScanCounts *worker_totals;	/* leader: [nworker_totals], summed over rescans */
+	int			nworker_totals;
 } TempBitmapScanState;
 
 static Node *bitmap_scan_create_state(CustomScan *cscan);
@@ -116,6 +156,14 @@ static void bitmap_scan_end(CustomScanState *node);
 static void bitmap_scan_rescan(CustomScanState *node);
 static void bitmap_scan_explain(CustomScanState *node, List *ancestors,
 								ExplainState *es);
+static Size bitmap_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt);
+static void bitmap_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+									   void *coordinate);
+static void bitmap_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+										 void *coordinate);
+static void bitmap_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
+										  void *coordinate);
+static void bitmap_scan_shutdown(CustomScanState *node);
 
 static const CustomScanMethods bitmap_scan_methods = {
 	.CustomName = TB_TEMP_BITMAP_SCAN_NAME,
@@ -129,6 +177,11 @@ static const CustomExecMethods bitmap_scan_exec_methods = {
 	.EndCustomScan = bitmap_scan_end,
 	.ReScanCustomScan = bitmap_scan_rescan,
 	.ExplainCustomScan = bitmap_scan_explain,
+	.EstimateDSMCustomScan = bitmap_scan_estimate_dsm,
+	.InitializeDSMCustomScan = bitmap_scan_initialize_dsm,
+	.ReInitializeDSMCustomScan = bitmap_scan_reinitialize_dsm,
+	.InitializeWorkerCustomScan = bitmap_scan_initialize_worker,
+	.ShutdownCustomScan = bitmap_scan_shutdown,
 };
 
 void
@@ -295,9 +348,12 @@ bitmap_scan_flush(CustomScanState *node)
 	return pages;
 }
 
-/* The TIDs src's index entries hold, or its children's, combined. */
+/*
+ * The TIDs src's index entries hold, or its children's, combined: in dsa
+ * for a bitmap the participants share, else in private memory.
+ */
 static TIDBitmap *
-build_bitmap(TempBitmapScanState *bs, BitmapSource *src)
+build_bitmap(TempBitmapScanState *bs, BitmapSource *src, dsa_area *dsa)
 {
 	TIDBitmap  *tbm;
 	ListCell   *lc;
@@ -308,13 +364,13 @@ build_bitmap(TempBitmapScanState *bs, BitmapSource *src)
 		int			ntids = 0;
 		bool		recheck;
 
-		tbm = tbm_create(work_mem * 1024L, NULL);
+		tbm = tbm_create(work_mem * 1024L, dsa);
 		tb_btree_scan_set_keys(src->btree, src->keys, src->nkeys);
 		/* A range wider than the keys: its rows are checked again. */
 		recheck = !tb_btree_scan_exact(src->btree);
 		while (tb_btree_scan_next(src->btree, &tids[ntids]))
 		{
-			bs->index_entries++;
+			bs->mine.index_entries++;
 			if (++ntids == TID_BATCH)
 			{
 				CHECK_FOR_INTERRUPTS();
@@ -327,7 +383,7 @@ build_bitmap(TempBitmapScanState *bs, BitmapSource *src)
 		return tbm;
 	}
 
-	tbm = build_bitmap(bs, linitial(src->children));
+	tbm = build_bitmap(bs, linitial(src->children), dsa);
 	for_each_from(lc, src->children, 1)
 	{
 		TIDBitmap  *other;
@@ -335,7 +391,7 @@ build_bitmap(TempBitmapScanState *bs, BitmapSource *src)
 		/* As core's BitmapAnd: nothing more can match an empty AND. */
 		if (src->kind == T_BitmapAnd && tbm_is_empty(tbm))
 			break;
-		other = build_bitmap(bs, lfirst(lc));
+		other = build_bitmap(bs, lfirst(lc), dsa);
 		if (src->kind == T_BitmapAnd)
 			tbm_intersect(tbm, other);
 		else
@@ -345,11 +401,37 @@ build_bitmap(TempBitmapScanState *bs, BitmapSource *src)
 	return tbm;
 }
 
+/*
+ * Should this participant build the shared bitmap?  The first to ask
+ * does; the others wait until it is built (core's
+ * BitmapShouldInitializeSharedState()).
+ */
+static bool
+builds_shared_bitmap(SharedBitmap *shared)
+{
+	SharedBitmapPhase phase;
+
+	for (;;)
+	{
+		SpinLockAcquire(&shared->mutex);
+		phase = shared->phase;
+		if (phase == SHARED_BITMAP_EMPTY)
+			shared->phase = SHARED_BITMAP_BUILDING;
+		SpinLockRelease(&shared->mutex);
+		if (phase != SHARED_BITMAP_BUILDING)
+			break;
+		ConditionVariableSleep(&shared->built, WAIT_EVENT_PARALLEL_BITMAP_SCAN);
+	}
+	ConditionVariableCancelSleep();
+	return phase == SHARED_BITMAP_EMPTY;
+}
+
 /* The bitmap of this scan, with the keys of this rescan. */
 static void
 start_bitmap(TempBitmapScanState *bs)
 {
 	MemoryContext oldcxt;
+	dsa_area   *dsa = bs->css.ss.ps.state->es_query_dsa;
 	ListCell   *lc;
 
 	if (bs->has_runtime_keys)
@@ -366,7 +448,29 @@ start_bitmap(TempBitmapScanState *bs)
 	}
 	MemoryContextReset(bs->bitmap_cxt);
 	oldcxt = MemoryContextSwitchTo(bs->bitmap_cxt);
-	bs->iterator = TbBitmapBeginIterate(build_bitmap(bs, bs->source));
+	bs->iterator = NULL;
+	bs->shared_iterator = NULL;
+	if (bs->shared == NULL || dsa == NULL)
+		bs->iterator = TbBitmapBeginIterate(build_bitmap(bs, bs->source, NULL));
+	else
+	{
+		/*
+		 * The bitmap's memory in the DSA lives until the query's DSA goes
+		 * (a rescan frees the iterator's share: bitmap_scan_reinitialize_dsm).
+		 */
+		if (builds_shared_bitmap(bs->shared))
+		{
+			dsa_pointer iterator =
+				tbm_prepare_shared_iterate(build_bitmap(bs, bs->source, dsa));
+
+			SpinLockAcquire(&bs->shared->mutex);
+			bs->shared->iterator = iterator;
+			bs->shared->phase = SHARED_BITMAP_BUILT;
+			SpinLockRelease(&bs->shared->mutex);
+			ConditionVariableBroadcast(&bs->shared->built);
+		}
+		bs->shared_iterator = tbm_attach_shared_iterate(dsa, bs->shared->iterator);
+	}
 	MemoryContextSwitchTo(oldcxt);
 	bs->have_page = false;
 	bs->built = true;
@@ -419,17 +523,20 @@ bitmap_scan_next(ScanState *ss)
 		CHECK_FOR_INTERRUPTS();
 		if (!bs->have_page)
 		{
-			if (!TbBitmapNextPage(bs->iterator, &bs->blkno, bs->offsets,
+			if (bs->shared_iterator ?
+				!TbBitmapSharedNextPage(bs->shared_iterator, &bs->blkno, bs->offsets,
+										&bs->noffsets, &bs->recheck) :
+				!TbBitmapNextPage(bs->iterator, &bs->blkno, bs->offsets,
 								  &bs->noffsets, &bs->recheck))
 				return ExecClearTuple(slot);
 			if (bs->noffsets < 0)
 			{
-				bs->lossy_pages++;
+				bs->mine.lossy_pages++;
 				bs->next = FirstOffsetNumber;
 			}
 			else
 			{
-				bs->exact_pages++;
+				bs->mine.exact_pages++;
 				bs->next = 0;
 			}
 			bs->have_page = true;
@@ -517,6 +624,119 @@ describe_source(BitmapSource *src, StringInfo out, bool nested)
 		appendStringInfoChar(out, ')');
 }
 
+/*
+ * The partial form's DSM chunk: the shared bitmap, then the workers'
+ * counts.  Without one (Gather running no worker) the leader scans alone.
+ */
+static Size
+bitmap_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
+{
+	return add_size(offsetof(SharedBitmap, counts),
+					mul_size(sizeof(BitmapScanCounts), pcxt->nworkers));
+}
+
+static void
+bitmap_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+						   void *coordinate)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	SharedBitmap *shared = (SharedBitmap *) coordinate;
+
+	SpinLockInit(&shared->mutex);
+	shared->phase = SHARED_BITMAP_EMPTY;
+	shared->iterator = InvalidDsaPointer;
+	ConditionVariableInit(&shared->built);
+	shared->nworkers = pcxt->nworkers;
+	memset(shared->counts, 0, sizeof(BitmapScanCounts) * pcxt->nworkers);
+	bs->shared = shared;
+}
+
+/* Leader: add the workers' counts to its totals, for EXPLAIN. */
+static void
+collect_worker_counts(TempBitmapScanState *bs)
+{
+	SharedBitmap *shared = bs->shared;
+
+	if (shared == NULL || IsParallelWorker())
+		return;
+	if (bs->worker_totals == NULL)
+	{
+		bs->nworker_totals = shared->nworkers;
+		bs->worker_totals = MemoryContextAllocZero(bs->css.ss.ps.state->es_query_cxt,
+												   sizeof(BitmapScanCounts) * shared->nworkers);
+	}
+	for (int i = 0; i < Min(bs->nworker_totals, shared->nworkers); i++)
+	{
+		bs->worker_totals[i].index_entries += shared->counts[i].index_entries;
+		bs->worker_totals[i].exact_pages += shared->counts[i].exact_pages;
+		bs->worker_totals[i].lossy_pages += shared->counts[i].lossy_pages;
+	}
+	memset(shared->counts, 0, sizeof(BitmapScanCounts) * shared->nworkers);
+}
+
+/* Gather rescanned: the next set of workers shares a bitmap built anew. */
+static void
+bitmap_scan_reinitialize_dsm(CustomScanState *node, ParallelContext *pcxt,
+							 void *coordinate)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	SharedBitmap *shared = (SharedBitmap *) coordinate;
+	dsa_area   *dsa = node->ss.ps.state->es_query_dsa;
+
+	collect_worker_counts(bs);
+	if (dsa != NULL && DsaPointerIsValid(shared->iterator))
+		tbm_free_shared_area(dsa, shared->iterator);
+	shared->iterator = InvalidDsaPointer;
+	shared->phase = SHARED_BITMAP_EMPTY;
+}
+
+static void
+bitmap_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
+							  void *coordinate)
+{
+	((TempBitmapScanState *) node)->shared = (SharedBitmap *) coordinate;
+}
+
+/*
+ * A worker at the end of its run leaves its counts; the leader takes them
+ * before the DSM segment goes, once Gather has waited for its workers.
+ */
+static void
+bitmap_scan_shutdown(CustomScanState *node)
+{
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+
+	if (bs->shared == NULL)
+		return;
+	if (IsParallelWorker())
+	{
+		if (ParallelWorkerNumber < bs->shared->nworkers)
+			bs->shared->counts[ParallelWorkerNumber] = bs->mine;
+		return;
+	}
+	collect_worker_counts(bs);
+	bs->shared = NULL;
+}
+
+/* "leader=N worker 0=N ...", the workers that read any page or entry. */
+static char *
+per_participant(TempBitmapScanState *bs, uint64 leader, size_t field)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "leader=" UINT64_FORMAT, leader);
+	for (int i = 0; i < bs->nworker_totals; i++)
+	{
+		BitmapScanCounts *counts = &bs->worker_totals[i];
+
+		if (counts->index_entries + counts->exact_pages + counts->lossy_pages > 0)
+			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i,
+							 *(uint64 *) ((char *) counts + field));
+	}
+	return buf.data;
+}
+
 static void
 bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -531,18 +751,32 @@ bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (!es->analyze || bs->heap_pages == NULL)
 		return;
 	tb_scan_run_explain_done(&bs->run, es);
-	/* Workers' figures stay in the workers, as the Temp Index Scan's. */
-	ExplainPropertyInteger("Leader Index Entries", NULL, bs->index_entries, es);
+	/* The partial form's workers leave their counts in the DSM. */
+	if (bs->worker_totals != NULL)
+	{
+		ExplainPropertyText("Index Entries",
+							per_participant(bs, bs->mine.index_entries,
+											offsetof(BitmapScanCounts, index_entries)), es);
+		ExplainPropertyText("Exact Heap Blocks",
+							per_participant(bs, bs->mine.exact_pages,
+											offsetof(BitmapScanCounts, exact_pages)), es);
+		ExplainPropertyText("Lossy Heap Blocks",
+							per_participant(bs, bs->mine.lossy_pages,
+											offsetof(BitmapScanCounts, lossy_pages)), es);
+		return;
+	}
+	/* A full scan's workers keep theirs, as the Temp Index Scan's. */
+	ExplainPropertyInteger("Leader Index Entries", NULL, bs->mine.index_entries, es);
 	if (es->format == EXPLAIN_FORMAT_TEXT)
 	{
 		char	   *blocks = psprintf("exact=" UINT64_FORMAT " lossy=" UINT64_FORMAT,
-									  bs->exact_pages, bs->lossy_pages);
+									  bs->mine.exact_pages, bs->mine.lossy_pages);
 
 		ExplainPropertyText("Leader Heap Blocks", blocks, es);
 	}
 	else
 	{
-		ExplainPropertyInteger("Leader Exact Heap Blocks", NULL, bs->exact_pages, es);
-		ExplainPropertyInteger("Leader Lossy Heap Blocks", NULL, bs->lossy_pages, es);
+		ExplainPropertyInteger("Leader Exact Heap Blocks", NULL, bs->mine.exact_pages, es);
+		ExplainPropertyInteger("Leader Lossy Heap Blocks", NULL, bs->mine.lossy_pages, es);
 	}
 }

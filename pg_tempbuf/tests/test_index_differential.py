@@ -20,7 +20,8 @@ of a range and of a nested loop's inner side; and scans whose one range the
 participants share (Parallel Temp Index Scan): a range, an ordered read under Gather Merge on
 an ascending and on a DESC NULLS FIRST index and over `= ANY(array)`, a grouped read; and
 bitmap heap scans (Temp Bitmap Heap Scan, index scans off and bitmap scans on in both runs): an
-OR of two indexed columns, an AND of two ranges, a nested loop's inner side.  Half of the queries
+OR of two indexed columns, an AND of two ranges, a nested loop's inner side, and an OR whose one
+bitmap the participants share (Parallel Temp Bitmap Heap Scan).  Half of the queries
 run without the leader's participation, so that workers do all of the parallel part.
 
 Each run counts the queries whose plan had a Temp Index (or Bitmap Heap) Scan under a Gather
@@ -119,9 +120,12 @@ SHAPES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
                "AND lower(t.s) BETWEEN md5(perm.b::text) AND 'c' WHERE perm.b < {k} * 30", False, ("nestloop",)),
     "bm_join": ("SELECT perm.b, t.id, t.n, length(t.w) FROM perm JOIN t ON t.a = perm.a AND t.n < perm.b * 2 "
                 "WHERE perm.b < {k} * 30", False, ("nestloop",)),
+    # The partial form: one bitmap shared by the participants, its heap pages divided among them.
+    "bm_shared": ("SELECT count(*), sum(t.id), max(t.s), sum(length(t.w)) FROM t "
+                  "WHERE t.a < {k} % 9 OR t.id < {k} * 20", False, ()),
 }
 # Shapes read through bitmaps: bitmap scans allowed, index scans not.
-BITMAP_SHAPES = {"bm_or", "bm_and", "bm_join"}
+BITMAP_SHAPES = {"bm_or", "bm_and", "bm_join", "bm_shared"}
 JOIN_SETTINGS = {"nestloop": "enable_nestloop", "mergejoin": "enable_mergejoin", "hashjoin": "enable_hashjoin"}
 
 
@@ -168,7 +172,7 @@ def case(draw: st.DrawFn) -> Case:
         open_tx=draw(st.lists(statement(True), max_size=3)),
         open_subtx=draw(st.lists(statement(True), max_size=3)),
         rollback_open_subtx=draw(st.booleans()),
-        # One bitmap shape in every case: they are 3 shapes of 24.
+        # One bitmap shape in every case: they are 4 shapes of 25.
         queries=draw(st.lists(shape_query(), min_size=3, max_size=8))
         + [draw(shape_query(sorted(BITMAP_SHAPES)))],
     )
@@ -307,3 +311,5 @@ def test_index_scans_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             assert under_gather[shape] > 0, f"{shape}: no Temp Index Scan under Gather in {count} queries"
             if shape in BITMAP_SHAPES:
                 assert bitmap_scans[shape] > 0, f"{shape}: no Temp Bitmap Heap Scan under Gather in {count} queries"
+            if shape == "bm_shared":
+                assert shared_ranges[shape] > 0, f"{shape}: no Parallel Temp Bitmap Heap Scan in {count} queries"
