@@ -240,29 +240,48 @@ TbPinLocalBuffer(BufferDesc *desc)
 #if PG_VERSION_NUM >= 180000
 typedef TBMPrivateIterator TbBitmapIterator;
 #define TbBitmapBeginIterate(tbm)	tbm_begin_private_iterate(tbm)
+
+static inline bool
+TbBitmapPageOf(bool found, TBMIterateResult *result, BlockNumber *blkno,
+			   OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
+	if (!found)
+		return false;
+	*blkno = result->blockno;
+	*recheck = result->recheck;
+	*noffsets = result->lossy ? -1 :
+		tbm_extract_page_tuple(result, offsets, MaxHeapTuplesPerPage);
+	return true;
+}
+
 static inline bool
 TbBitmapNextPage(TbBitmapIterator *iterator, BlockNumber *blkno,
 				 OffsetNumber *offsets, int *noffsets, bool *recheck)
 {
 	TBMIterateResult result;
 
-	if (!tbm_private_iterate(iterator, &result))
-		return false;
-	*blkno = result.blockno;
-	*recheck = result.recheck;
-	*noffsets = result.lossy ? -1 :
-		tbm_extract_page_tuple(&result, offsets, MaxHeapTuplesPerPage);
-	return true;
+	return TbBitmapPageOf(tbm_private_iterate(iterator, &result), &result,
+						  blkno, offsets, noffsets, recheck);
+}
+
+/* The same over an iterator shared by a parallel query's participants. */
+static inline bool
+TbBitmapSharedNextPage(TBMSharedIterator *iterator, BlockNumber *blkno,
+					   OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
+	TBMIterateResult result;
+
+	return TbBitmapPageOf(tbm_shared_iterate(iterator, &result), &result,
+						  blkno, offsets, noffsets, recheck);
 }
 #else
 typedef TBMIterator TbBitmapIterator;
 #define TbBitmapBeginIterate(tbm)	tbm_begin_iterate(tbm)
-static inline bool
-TbBitmapNextPage(TbBitmapIterator *iterator, BlockNumber *blkno,
-				 OffsetNumber *offsets, int *noffsets, bool *recheck)
-{
-	TBMIterateResult *result = tbm_iterate(iterator);
 
+static inline bool
+TbBitmapPageOf(TBMIterateResult *result, BlockNumber *blkno,
+			   OffsetNumber *offsets, int *noffsets, bool *recheck)
+{
 	if (result == NULL)
 		return false;
 	*blkno = result->blockno;
@@ -272,40 +291,12 @@ TbBitmapNextPage(TbBitmapIterator *iterator, BlockNumber *blkno,
 		memcpy(offsets, result->offsets, result->ntuples * sizeof(OffsetNumber));
 	return true;
 }
-#endif
 
+#define TbBitmapNextPage(iterator, blkno, offsets, noffsets, recheck) \
+	TbBitmapPageOf(tbm_iterate(iterator), blkno, offsets, noffsets, recheck)
 /* The same over an iterator shared by a parallel query's participants. */
-#if PG_VERSION_NUM >= 180000
-static inline bool
-TbBitmapSharedNextPage(TBMSharedIterator *iterator, BlockNumber *blkno,
-					   OffsetNumber *offsets, int *noffsets, bool *recheck)
-{
-	TBMIterateResult result;
-
-	if (!tbm_shared_iterate(iterator, &result))
-		return false;
-	*blkno = result.blockno;
-	*recheck = result.recheck;
-	*noffsets = result.lossy ? -1 :
-		tbm_extract_page_tuple(&result, offsets, MaxHeapTuplesPerPage);
-	return true;
-}
-#else
-static inline bool
-TbBitmapSharedNextPage(TBMSharedIterator *iterator, BlockNumber *blkno,
-					   OffsetNumber *offsets, int *noffsets, bool *recheck)
-{
-	TBMIterateResult *result = tbm_shared_iterate(iterator);
-
-	if (result == NULL)
-		return false;
-	*blkno = result->blockno;
-	*recheck = result->recheck;
-	*noffsets = result->ntuples;
-	if (result->ntuples > 0)
-		memcpy(offsets, result->offsets, result->ntuples * sizeof(OffsetNumber));
-	return true;
-}
+#define TbBitmapSharedNextPage(iterator, blkno, offsets, noffsets, recheck) \
+	TbBitmapPageOf(tbm_shared_iterate(iterator), blkno, offsets, noffsets, recheck)
 #endif
 
 #endif							/* PG_TEMPBUF_COMPAT_H */
