@@ -371,6 +371,7 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		TbScanPrice bitmap_price = *price;
 		List	   *indexoids = NIL;
 		double		index_pages = 0.0;
+		double		heap_pages = 0.0;
 		Cost		reads = 0.0;
 
 		if (bpath->path.param_info &&
@@ -379,13 +380,10 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		if (!bitmap_tree_supported(bpath->bitmapqual, &bitmap_price, &indexoids,
 								   &index_pages))
 			continue;
+		/* Unparameterized (outer NULL) included: its partial form uses heap_pages. */
 		if (loop_count <= 1.0)
 		{
-			Cost		index_cost;
-			double		tuples;
-			double		heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual,
-														  1, &index_cost, &tuples);
-
+			heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual, 1, NULL, NULL);
 			reads = tb_read_page_cost * (heap_pages + index_pages);
 		}
 		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
@@ -395,8 +393,6 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 
 		if (outer == NULL)
 		{
-			double		heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual,
-														  1, NULL, NULL);
 			int			workers = compute_parallel_worker(rel, heap_pages, -1,
 														  max_parallel_workers_per_gather);
 

@@ -192,21 +192,21 @@ stock_scan_from_ours(CustomScan *cscan)
 }
 
 /*
- * Can a full scan of ours produce what this stock Seq Scan produces?  Not
- * when it hands up system columns, nor values whose storage the statement
- * inspects.
+ * Can a scan of ours produce what this stock scan of relid produces, its
+ * target list, its filter and conds (more)?  Not when it hands up system
+ * columns, nor values whose storage the statement inspects.
  */
 static bool
-seq_scan_convertible(SeqScan *seq, Oid relid, bool inspects_storage,
-					 bool *toast_sensitive)
+scan_columns_convertible(Scan *scan, List *more, Oid relid, bool inspects_storage,
+						 bool *toast_sensitive)
 {
-	Index		scanrelid = seq->scan.scanrelid;
 	Bitmapset  *attrs = NULL;
 	Relation	relation;
 	bool		supported;
 
-	pull_varattnos((Node *) seq->scan.plan.targetlist, scanrelid, &attrs);
-	pull_varattnos((Node *) seq->scan.plan.qual, scanrelid, &attrs);
+	pull_varattnos((Node *) scan->plan.targetlist, scan->scanrelid, &attrs);
+	pull_varattnos((Node *) scan->plan.qual, scan->scanrelid, &attrs);
+	pull_varattnos((Node *) more, scan->scanrelid, &attrs);
 	/* The statement holds a lock on every table it reads. */
 	relation = table_open(relid, NoLock);
 	supported = tb_scan_attrs_supported(relation, attrs, toast_sensitive);
@@ -218,32 +218,23 @@ seq_scan_convertible(SeqScan *seq, Oid relid, bool inspects_storage,
 /*
  * Can a leader-only Temp Index Scan stand for this stock Index Scan above
  * the Gather?  A btree scan without ORDER BY operators (what a Temp Index
- * Scan reads), handing up what a scan of ours can (seq_scan_convertible()).
+ * Scan reads), handing up what a scan of ours can.
  */
 static bool
 index_scan_convertible(IndexScan *scan, Oid relid, bool inspects_storage)
 {
-	Index		scanrelid = scan->scan.scanrelid;
-	Bitmapset  *attrs = NULL;
-	Relation	relation;
 	Relation	index;
-	bool		supported;
+	bool		btree;
 	bool		toast_sensitive;
 
 	if (scan->indexorderby != NIL)
 		return false;
 	index = index_open(scan->indexid, NoLock);
-	supported = index->rd_rel->relam == BTREE_AM_OID;
+	btree = index->rd_rel->relam == BTREE_AM_OID;
 	index_close(index, NoLock);
-	if (!supported)
-		return false;
-	pull_varattnos((Node *) scan->scan.plan.targetlist, scanrelid, &attrs);
-	pull_varattnos((Node *) scan->scan.plan.qual, scanrelid, &attrs);
-	pull_varattnos((Node *) scan->indexqualorig, scanrelid, &attrs);
-	relation = table_open(relid, NoLock);
-	supported = tb_scan_attrs_supported(relation, attrs, &toast_sensitive);
-	table_close(relation, NoLock);
-	return supported && !(toast_sensitive && inspects_storage);
+	return btree &&
+		scan_columns_convertible(&scan->scan, scan->indexqualorig, relid,
+								 inspects_storage, &toast_sensitive);
 }
 
 static Plan *
@@ -458,8 +449,8 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 			continue;
 
 		if (IsA(plan, SeqScan) &&
-			seq_scan_convertible((SeqScan *) plan, ref->relid, inspects_storage,
-								 &toast_sensitive))
+			scan_columns_convertible((Scan *) plan, NIL, ref->relid, inspects_storage,
+									 &toast_sensitive))
 		{
 			*ref->link = full_scan_from_seq_scan((SeqScan *) plan, toast_sensitive);
 			continue;
