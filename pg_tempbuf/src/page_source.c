@@ -472,7 +472,8 @@ cached_slot(TbPageSource *src, Relation rel, const PageKey *key)
 	slotno = claim_slot(src);
 	slot = &src->slots[slotno];
 	slot->key.relid = InvalidOid;
-	src->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, key->blkno, slot->data, src->scratch);
+	src->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, key->blkno,
+											 slot->data, src->scratch);
 	src->reads++;
 	entry = hash_search(src->lookup, key, HASH_ENTER, &found);
 	entry->slot = slotno;

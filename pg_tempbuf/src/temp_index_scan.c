@@ -381,8 +381,8 @@ heap_block_all_visible(TempIndexScanState *is, BlockNumber heap_block)
 	if (map_block != is->vm_block)
 	{
 		is->vm_block = InvalidBlockNumber;
-		(void) tb_page_source_read_file(rel, VISIBILITYMAP_FORKNUM, map_block, is->vm_page,
-							is->vm_scratch);
+		(void) tb_page_source_read_file(rel, VISIBILITYMAP_FORKNUM, map_block,
+										is->vm_page, is->vm_scratch);
 		is->vm_block = map_block;
 	}
 	return tb_vm_all_visible((Page) is->vm_page, heap_block);

@@ -431,7 +431,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 										   ts->shared->leader_pages_offset);
 		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
 			err = tb_page_source_leader_errno(ts->shared->leader_pid,
-									   ts->leader_pages[0].desc_addr);
+											  ts->leader_pages[0].desc_addr);
 		ts->copies_from_leader = err == 0;
 		if (!ts->copies_from_leader)
 		{

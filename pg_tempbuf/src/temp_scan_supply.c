@@ -223,7 +223,7 @@ copy_from_leader(TempScanState *ts, BlockNumber blkno)
 		ts->copies = MemoryContextAlloc(ts->css.ss.ps.state->es_query_cxt,
 										(Size) TB_LEADER_COPY_BATCH * BLCKSZ);
 	tb_page_source_copy_leader(ts->css.ss.ss_currentRelation, ts->shared->leader_pid,
-						 lp, n, ts->copies, ts->copy_valid);
+							   lp, n, ts->copies, ts->copy_valid);
 	ts->copied = lp;
 	ts->ncopies = n;
 	return ts->copy_valid[0] ? ts->copies : NULL;
@@ -259,7 +259,8 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 		counters->leader_pages++;
 	}
 	else
-		counters->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, blkno, ts->page, ts->scratch);
+		counters->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, blkno,
+													  ts->page, ts->scratch);
 	counters->pages++;
 	page = (Page) ts->page;
 
