@@ -78,11 +78,19 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
 SET pg_tempbuf.read_page_cost = 0;
 
 -- The margin: a plan in workers must beat the serial one by that share of
--- the table's serial read.  Free workers win by well under ten times it.
+-- the flush's price.  The table is clean: nothing to flush, no margin, the
+-- plan core would choose for a permanent table.
 SET pg_tempbuf.parallel_margin = 10;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+-- Dirty, it has a flush to price: free workers win by well under ten
+-- times that, and by more than nothing.
+RESET pg_tempbuf.write_page_cost;
+SELECT pg_read_temp_relation('t') > 0 AS read;
+SELECT pg_temp_buffers_dirty('t') > 0 AS dirtied;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
 SET pg_tempbuf.parallel_margin = 0;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM t WHERE s LIKE '%ab%';
+SELECT pg_flush_local_buffers() > 0 AS flushed;
 SET pg_tempbuf.parallel_margin = -0.1;
 SET pg_tempbuf.parallel_margin = 0;
 

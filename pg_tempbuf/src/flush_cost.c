@@ -102,11 +102,15 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
  * (from its memory or from the file: read_page_cost prices whichever this
  * machine does); the leader copies its own share from its buffers, as
  * cheap as the serial scan's buffer hit.
+ *
+ * *flush gets the part of both that is the flush (the writes and the pool
+ * walk): the estimate whose error the margin covers (scan_paths.c).
  */
 void
 tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 						int parallel_workers, double divisor,
-						Cost cpu_run_cost, Cost *startup, Cost *run)
+						Cost cpu_run_cost, Cost *startup, Cost *run,
+						Cost *flush)
 {
 	double		worker_share;
 	Cost		write_cost;
@@ -115,7 +119,7 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	if (!partial)
 	{
 		/* The leader's copy is the serial scan's cost; a worker reads. */
-		*startup = tb_priced_flush(price);
+		*startup = *flush = tb_priced_flush(price);
 		*run = tb_read_page_cost * price->resident_pages;
 		return;
 	}
@@ -124,7 +128,7 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	read_cost = tb_read_page_cost * price->resident_pages * worker_share / divisor;
 	if (price->upfront || !parallel_leader_participation)
 	{
-		*startup = tb_priced_flush(price);
+		*startup = *flush = tb_priced_flush(price);
 		*run = read_cost;
 		return;
 	}
@@ -135,4 +139,5 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	else
 		write_cost = tb_write_page_cost * price->dirty_pages * worker_share;
 	*run = Max(write_cost - cpu_run_cost, write_cost / divisor) + read_cost;
+	*flush = *startup + write_cost;
 }

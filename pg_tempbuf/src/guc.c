@@ -42,7 +42,7 @@
  * serial one ran at 0.70x of it (TPC-H Q11, all tables temporary).
  * pglab regret measures what a setting wins and loses.
  */
-#define DEFAULT_PARALLEL_MARGIN		0.1
+#define DEFAULT_PARALLEL_MARGIN		1.0
 
 bool		tb_parallel_scan_enabled = true;
 bool		tb_index_scan_enabled = true;
@@ -159,8 +159,8 @@ tb_define_gucs(void)
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("pg_tempbuf.parallel_margin",
-							 "Sets the share of a temporary table's serial read cost by which a plan that reads it in parallel workers must win.",
-							 "Added to the cost of each of the extension's scans, so that a plan within the cost model's error of the serial one stays serial.",
+							 "Sets the share of the flush's estimated cost by which a plan that reads a temporary table in parallel workers must win.",
+							 "Added to the cost of each of the extension's partial scans, so that a plan within the flush estimate's error of the serial one stays serial.",
 							 &tb_parallel_margin,
 							 DEFAULT_PARALLEL_MARGIN, 0.0, 10.0,
 							 PGC_USERSET, 0,

@@ -164,7 +164,7 @@ index_returns_columns(IndexOptInfo *index)
  * the same rows, order and parameterization, core's cost plus the flush
  * price and reads, the private reads beyond core's price, both borne by
  * each of loop_count rescans in their share, plus, for a shared range, the
- * margin (pg_tempbuf.parallel_margin) of core's cost.  Core plans the stock
+ * margin (pg_tempbuf.parallel_margin) of the flush's price.  Core plans the stock
  * path into the plan our node carries (custom_plans).
  */
 static CustomPath *
@@ -175,10 +175,8 @@ make_wrapping_path(RelOptInfo *rel, Path *stock, const TbScanPrice *price,
 	CustomPath *cpath = &tpath->cpath;
 	Cost		flush = tb_priced_flush(price);
 
-	/* The margin (as cost_temp_scan()'s), for a shared range: of all of it. */
-	Cost		margin = stock->parallel_aware ?
-		tb_parallel_margin * stock->total_cost *
-		tb_parallel_divisor(stock->parallel_workers) : 0.0;
+	/* The margin (as cost_temp_scan()'s), for a shared range. */
+	Cost		margin = stock->parallel_aware ? tb_parallel_margin * flush : 0.0;
 
 	NodeSetTag(cpath, T_CustomPath);
 	tpath->est_dirty_pages = price->dirty_pages;

@@ -155,7 +155,8 @@ extern void tb_temp_scan_price(Relation rel, TbScanPrice *price);
 extern double tb_priced_flush(const TbScanPrice *price);
 extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 									int parallel_workers, double divisor,
-									Cost cpu_run_cost, Cost *startup, Cost *run);
+									Cost cpu_run_cost, Cost *startup, Cost *run,
+									Cost *flush);
 
 struct ExplainState;
 

@@ -73,8 +73,10 @@ scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive
  * pages from a disk.  The leader hits its buffers and workers take copies
  * or read the OS cache (priced in flush_cost.c), work that each page costs
  * one participant, as a tuple does.  A partial scan adds
- * pg_tempbuf.parallel_margin of a serial seq scan's cost, once: the
- * model's error, which a plan in workers must beat to be chosen.
+ * pg_tempbuf.parallel_margin of its flush's price: the estimate of ours
+ * whose error has cost plans their win, which a plan in workers must beat
+ * to be chosen.  With nothing to flush, the plan is chosen as core chooses
+ * one for a permanent table.
  */
 static void
 cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
@@ -86,6 +88,7 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	Cost		cpu_per_tuple;
 	Cost		extra_startup;
 	Cost		extra_run;
+	Cost		flush;
 	double		resident_pages;
 	double		page_cost;
 	Cost		margin;
@@ -108,7 +111,8 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	cpu_run_cost += path->pathtarget->cost.per_tuple * path->rows;
 
 	tb_temp_scan_extra_cost(price, path->parallel_aware, path->parallel_workers,
-							divisor, cpu_run_cost, &extra_startup, &extra_run);
+							divisor, cpu_run_cost, &extra_startup, &extra_run,
+							&flush);
 
 	/*
 	 * debug_parallel_query asks for a Gather over any parallel-safe plan, as
@@ -121,16 +125,13 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	startup_cost += extra_startup;
 
 	/*
-	 * The margin, for a partial scan: a share of what a serial seq scan of
-	 * the table costs.  A full scan is the inner side of a plan whose
-	 * partial path bears it; charged there too, it would tip the planner
-	 * towards plans that read a table both in workers and, through a stock
-	 * scan, above the Gather, which plan_walk.c must plan again serially.
+	 * The margin, for a partial scan.  A full scan is the inner side of a
+	 * plan whose partial path bears it; charged there too, it would tip the
+	 * planner towards plans that read a table both in workers and, through
+	 * a stock scan, above the Gather, which plan_walk.c must plan again
+	 * serially.
 	 */
-	margin = path->parallel_aware ?
-		tb_parallel_margin * (spc_seq_page_cost * rel->pages +
-							  cpu_per_tuple * rel->tuples +
-							  path->pathtarget->cost.per_tuple * rel->rows) : 0.0;
+	margin = path->parallel_aware ? tb_parallel_margin * flush : 0.0;
 
 	path->startup_cost = startup_cost;
 	path->total_cost = startup_cost + cpu_run_cost + extra_run + page_cost +
