@@ -60,6 +60,7 @@
 #endif
 
 #include "access/parallel.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
@@ -75,6 +76,26 @@
 TbMidReadHook tb_mid_read_hook = NULL;
 void	   *tb_mid_read_arg = NULL;
 
+/* Worker: compare every read of a file with a second read (see below). */
+static bool compare_file_reads = false;
+
+/*
+ * Worker of an index or bitmap scan under code the leader runs that may
+ * read the table (a function above Gather): that code may prune a heap
+ * page in the leader's buffers, and an eviction write it back while this
+ * worker reads the file, which would hand it half of each image.  A
+ * checksum catches that; without data checksums, each read is compared
+ * with a second one, as pg_tempbuf.verify_reread does.  The worker runs
+ * one statement and exits: the setting never outlives it.
+ */
+void
+tb_page_source_guard_file_reads(void)
+{
+	Assert(IsParallelWorker());
+	if (!DataChecksumsEnabled() && !tb_debug_unprotected)
+		compare_file_reads = true;
+}
+
 /*
  * Sequential access, from the file: read block blkno of rel's fork into
  * page, which must be BLCKSZ bytes; scratch is a second such buffer for the
@@ -84,7 +105,7 @@ int
 tb_page_source_read_file(Relation rel, ForkNumber fork, BlockNumber blkno,
 						 char *page, char *scratch)
 {
-	bool		compare = tb_verify_reread;
+	bool		compare = tb_verify_reread || compare_file_reads;
 
 	for (int attempt = 0;; attempt++)
 	{

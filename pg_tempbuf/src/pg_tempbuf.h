@@ -17,6 +17,7 @@
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
+#include "port/atomics.h"
 #include "utils/snapshot.h"
 
 #include "compat.h"
@@ -195,6 +196,7 @@ extern void tb_page_source_copy_leader(Relation rel, pid_t leader_pid,
 									   char *dest, bool *valid);
 
 /* random: by block number, through a small cache of copies */
+extern void tb_page_source_guard_file_reads(void);
 extern TbPageSource *tb_page_source_create(MemoryContext cxt);
 extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
 extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
@@ -214,6 +216,21 @@ typedef bool (*TbMidReadHook) (BlockNumber blkno, const char *page, bool from_le
 							   bool done, void *arg);
 extern TbMidReadHook tb_mid_read_hook;
 extern void *tb_mid_read_arg;
+
+/*
+ * temp_scan_hazard.c: where a worker paused by pg_tempbuf.debug_hazard and
+ * the leader that changes the page meet, in a scan's shared memory.
+ */
+typedef struct TbHazardMeet
+{
+	pg_atomic_uint32 phase;		/* HAZARD_* of temp_scan_hazard.c */
+	BlockNumber block;			/* the page a worker waits in the middle of */
+} TbHazardMeet;
+
+extern void tb_hazard_meet_init(TbHazardMeet *meet);
+extern bool tb_hazard_worker_meets(BlockNumber blkno, const char *page,
+								   bool from_leader, bool done, void *arg);
+extern void tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel);
 
 /* toast_reader.c: out-of-line values fetched through private pages */
 typedef struct TbToastReader TbToastReader;
@@ -334,6 +351,7 @@ extern void tb_explain_scan_conds(CustomScanState *node, List *ancestors,
 
 extern void tb_register_temp_index_scan(void);
 extern bool tb_is_temp_index_scan(Plan *plan);
+extern void tb_temp_index_scan_mark_guard_reads(CustomScan *cscan);
 extern Plan *tb_temp_index_scan_stock_plan(CustomScan *cscan);
 extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 										  List *indexqualorig,
@@ -349,6 +367,7 @@ extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 
 extern void tb_register_temp_bitmap_scan(void);
 extern bool tb_is_temp_bitmap_scan(Plan *plan);
+extern void tb_temp_bitmap_scan_mark_guard_reads(CustomScan *cscan);
 extern Plan *tb_temp_bitmap_scan_stock_plan(CustomScan *cscan);
 extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 										   int est_dirty_pages,

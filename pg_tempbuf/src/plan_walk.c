@@ -475,7 +475,9 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 
 	/*
 	 * Code the leader runs may read this table too, outside the plan: the
-	 * scans keep workers away from the pages it could prune (page_guard.c).
+	 * scans keep workers away from the pages it could prune (page_guard.c),
+	 * or, reading pages in index order, compare what they read of a file
+	 * (page_source.c).
 	 */
 	if (runs_opaque_code)
 	{
@@ -485,6 +487,10 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 
 			if (tb_is_temp_scan(*ref->link))
 				tb_temp_scan_mark_guard_pruning((CustomScan *) *ref->link);
+			else if (tb_is_temp_index_scan(*ref->link))
+				tb_temp_index_scan_mark_guard_reads((CustomScan *) *ref->link);
+			else if (tb_is_temp_bitmap_scan(*ref->link))
+				tb_temp_bitmap_scan_mark_guard_reads((CustomScan *) *ref->link);
 		}
 	}
 	foreach(lc, found.scans)

@@ -270,7 +270,7 @@ tb_offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	if (root->parent_root != NULL)
 		drop_stock_seq_scans(rel);
 
-	if (tb_index_scan_enabled && !tb_planning.runs_opaque_code)
+	if (tb_index_scan_enabled)
 	{
 		tb_add_temp_index_paths(root, rel, &price, vm_known_clean);
 		tb_add_temp_bitmap_paths(root, rel, &price);

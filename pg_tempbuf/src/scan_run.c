@@ -19,6 +19,7 @@
 
 #include "access/parallel.h"
 #include "executor/executor.h"
+#include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "portability/instr_time.h"
 
@@ -156,4 +157,45 @@ tb_scan_run_explain_done(const TbScanRun *run, ExplainState *es)
 	ExplainPropertyInteger("Pages Flushed", NULL, run->pages_flushed, es);
 	if (es->timing)
 		ExplainPropertyFloat("Flush Time", "ms", run->flush_ms, 3, es);
+}
+
+/*
+ * Leader: add the counts the workers left in shared ([worker][counter]) to
+ * the totals, and clear them for the next set of workers.
+ */
+void
+tb_worker_totals_add(TbWorkerTotals *totals, uint64 *shared, int nworkers,
+					 int ncounters, MemoryContext cxt)
+{
+	if (totals->counts == NULL)
+	{
+		totals->nworkers = nworkers;
+		totals->ncounters = ncounters;
+		totals->counts = MemoryContextAllocZero(cxt, sizeof(uint64) * nworkers * ncounters);
+	}
+	Assert(totals->ncounters == ncounters);
+	for (int i = 0; i < Min(totals->nworkers, nworkers) * ncounters; i++)
+		totals->counts[i] += shared[i];
+	memset(shared, 0, sizeof(uint64) * nworkers * ncounters);
+}
+
+/* "leader=N worker 0=N ..." for one counter; workers that counted nothing are left out. */
+char *
+tb_worker_totals_text(const TbWorkerTotals *totals, uint64 leader, int counter)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "leader=" UINT64_FORMAT, leader);
+	for (int i = 0; i < totals->nworkers; i++)
+	{
+		const uint64 *worker = &totals->counts[i * totals->ncounters];
+		bool		counted = false;
+
+		for (int c = 0; c < totals->ncounters; c++)
+			counted |= worker[c] > 0;
+		if (counted)
+			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i, worker[counter]);
+	}
+	return buf.data;
 }

@@ -48,4 +48,25 @@ extern void tb_scan_run_end(TbScanRun *run);
 extern void tb_scan_run_explain_estimate(const TbScanRun *run, struct ExplainState *es);
 extern void tb_scan_run_explain_done(const TbScanRun *run, struct ExplainState *es);
 
+/*
+ * What a parallel node's participants count for EXPLAIN ANALYZE, each a
+ * struct of uint64 counters: workers leave theirs in the node's shared
+ * memory as their scans end; the leader adds them up, across rescans that
+ * each launch new workers, and shows "leader=N worker 0=N ...".
+ */
+typedef struct TbWorkerTotals
+{
+	int			nworkers;
+	int			ncounters;
+	uint64	   *counts;			/* [worker][counter]; NULL: none collected */
+} TbWorkerTotals;
+
+#define TB_COUNTERS(type)	((int) (sizeof(type) / sizeof(uint64)))
+#define TB_COUNTER(type, field)	((int) (offsetof(type, field) / sizeof(uint64)))
+
+extern void tb_worker_totals_add(TbWorkerTotals *totals, uint64 *shared,
+								 int nworkers, int ncounters, MemoryContext cxt);
+extern char *tb_worker_totals_text(const TbWorkerTotals *totals, uint64 leader,
+								   int counter);
+
 #endif							/* SCAN_RUN_H */

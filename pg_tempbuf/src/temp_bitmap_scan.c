@@ -63,6 +63,7 @@ enum
 {
 	TBP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TBP_EST_FLUSH_COST,
+	TBP_GUARD_READS,			/* the leader may prune: workers compare file reads */
 	TBP_NUM_MEMBERS
 };
 
@@ -144,8 +145,7 @@ typedef struct TempBitmapScanState
 	TbHeapRows	rows;
 
 	BitmapScanCounts mine;		/* for EXPLAIN, this process's */
-	BitmapScanCounts *worker_totals;	/* leader: [nworker_totals], summed over rescans */
-	int			nworker_totals;
+	TbWorkerTotals worker_totals;	/* leader */
 } TempBitmapScanState;
 
 static Node *bitmap_scan_create_state(CustomScan *cscan);
@@ -198,6 +198,14 @@ tb_is_temp_bitmap_scan(Plan *plan)
 		((CustomScan *) plan)->methods == &bitmap_scan_methods;
 }
 
+/* As tb_temp_index_scan_mark_guard_reads(). */
+void
+tb_temp_bitmap_scan_mark_guard_reads(CustomScan *cscan)
+{
+	Assert(tb_is_temp_bitmap_scan(&cscan->scan.plan));
+	lfirst(list_nth_cell(cscan->custom_private, TBP_GUARD_READS)) = makeInteger(true);
+}
+
 /* The Bitmap Heap Scan plan a Temp Bitmap Heap Scan carries. */
 Plan *
 tb_temp_bitmap_scan_stock_plan(CustomScan *cscan)
@@ -217,8 +225,9 @@ tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(stock->bitmapqualorig);
-	cscan->custom_private = list_make2(makeInteger(est_dirty_pages),
-									   makeString(psprintf("%.2f", est_flush_cost)));
+	cscan->custom_private = list_make3(makeInteger(est_dirty_pages),
+									   makeString(psprintf("%.2f", est_flush_cost)),
+									   makeInteger(false));
 	cscan->methods = &bitmap_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -302,6 +311,8 @@ bitmap_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	LOCKMODE	lockmode = exec_rt_fetch(cscan->scan.scanrelid, estate)->rellockmode;
 	bool		explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
 
+	if (intVal(list_nth(cscan->custom_private, TBP_GUARD_READS)) && IsParallelWorker())
+		tb_page_source_guard_file_reads();
 	bs->recheck_conds = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
 	bs->source = init_source(bs, stock->scan.plan.lefttree, estate, lockmode,
 							 explain_only);
@@ -659,19 +670,9 @@ collect_worker_counts(TempBitmapScanState *bs)
 
 	if (shared == NULL || IsParallelWorker())
 		return;
-	if (bs->worker_totals == NULL)
-	{
-		bs->nworker_totals = shared->nworkers;
-		bs->worker_totals = MemoryContextAllocZero(bs->css.ss.ps.state->es_query_cxt,
-												   sizeof(BitmapScanCounts) * shared->nworkers);
-	}
-	for (int i = 0; i < Min(bs->nworker_totals, shared->nworkers); i++)
-	{
-		bs->worker_totals[i].index_entries += shared->counts[i].index_entries;
-		bs->worker_totals[i].exact_pages += shared->counts[i].exact_pages;
-		bs->worker_totals[i].lossy_pages += shared->counts[i].lossy_pages;
-	}
-	memset(shared->counts, 0, sizeof(BitmapScanCounts) * shared->nworkers);
+	tb_worker_totals_add(&bs->worker_totals, (uint64 *) shared->counts,
+						 shared->nworkers, TB_COUNTERS(BitmapScanCounts),
+						 bs->css.ss.ps.state->es_query_cxt);
 }
 
 /* Gather rescanned: the next set of workers shares a bitmap built anew. */
@@ -718,25 +719,6 @@ bitmap_scan_shutdown(CustomScanState *node)
 	bs->shared = NULL;
 }
 
-/* "leader=N worker 0=N ...", the workers that read any page or entry. */
-static char *
-per_participant(TempBitmapScanState *bs, uint64 leader, size_t field)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "leader=" UINT64_FORMAT, leader);
-	for (int i = 0; i < bs->nworker_totals; i++)
-	{
-		BitmapScanCounts *counts = &bs->worker_totals[i];
-
-		if (counts->index_entries + counts->exact_pages + counts->lossy_pages > 0)
-			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i,
-							 *(uint64 *) ((char *) counts + field));
-	}
-	return buf.data;
-}
-
 static void
 bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -752,17 +734,19 @@ bitmap_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		return;
 	tb_scan_run_explain_done(&bs->run, es);
 	/* The partial form's workers leave their counts in the DSM. */
-	if (bs->worker_totals != NULL)
+	if (bs->worker_totals.counts != NULL)
 	{
+		TbWorkerTotals *totals = &bs->worker_totals;
+
 		ExplainPropertyText("Index Entries",
-							per_participant(bs, bs->mine.index_entries,
-											offsetof(BitmapScanCounts, index_entries)), es);
+							tb_worker_totals_text(totals, bs->mine.index_entries,
+												  TB_COUNTER(BitmapScanCounts, index_entries)), es);
 		ExplainPropertyText("Exact Heap Blocks",
-							per_participant(bs, bs->mine.exact_pages,
-											offsetof(BitmapScanCounts, exact_pages)), es);
+							tb_worker_totals_text(totals, bs->mine.exact_pages,
+												  TB_COUNTER(BitmapScanCounts, exact_pages)), es);
 		ExplainPropertyText("Lossy Heap Blocks",
-							per_participant(bs, bs->mine.lossy_pages,
-											offsetof(BitmapScanCounts, lossy_pages)), es);
+							tb_worker_totals_text(totals, bs->mine.lossy_pages,
+												  TB_COUNTER(BitmapScanCounts, lossy_pages)), es);
 		return;
 	}
 	/* A full scan's workers keep theirs, as the Temp Index Scan's. */

@@ -73,6 +73,7 @@ enum
 	TIP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TIP_EST_FLUSH_COST,
 	TIP_LEADER_ONLY,			/* above Gather: reads local buffers, flushes nothing */
+	TIP_GUARD_READS,			/* the leader may prune: workers compare file reads */
 	TIP_NUM_MEMBERS
 };
 
@@ -90,6 +91,7 @@ typedef struct IndexScanCounts
  */
 typedef struct IndexScanWorkerCounts
 {
+	TbHazardMeet hazard;		/* pg_tempbuf.debug_hazard */
 	int			nworkers;
 	IndexScanCounts counts[FLEXIBLE_ARRAY_MEMBER];	/* [i]: worker i */
 } IndexScanWorkerCounts;
@@ -104,6 +106,8 @@ typedef struct TempIndexScanState
 	List	   *indexqual;
 	bool		index_only;
 	bool		leader_only;	/* TIP_LEADER_ONLY */
+	bool		guard_reads;	/* TIP_GUARD_READS */
+	bool		hazard_served;	/* pg_tempbuf.debug_hazard, leader */
 	bool		backward;		/* the stock plan's indexorderdir */
 	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
 
@@ -129,8 +133,7 @@ typedef struct TempIndexScanState
 
 	/* partial form with workers: their counts (leader: summed over rescans) */
 	IndexScanWorkerCounts *worker_counts;	/* in the DSM chunk */
-	IndexScanCounts *worker_totals;	/* leader: [nworkers], NULL until collected */
-	int			nworker_totals;
+	TbWorkerTotals worker_totals;	/* leader */
 } TempIndexScanState;
 
 static Node *index_scan_create_state(CustomScan *cscan);
@@ -200,6 +203,18 @@ tb_is_temp_index_scan(Plan *plan)
 		 ((CustomScan *) plan)->methods == &index_only_scan_methods);
 }
 
+/*
+ * Code the leader runs may read the table too (a function above Gather):
+ * it may prune a heap page and write it back while a worker reads the file
+ * (page_source.c).
+ */
+void
+tb_temp_index_scan_mark_guard_reads(CustomScan *cscan)
+{
+	Assert(tb_is_temp_index_scan(&cscan->scan.plan));
+	lfirst(list_nth_cell(cscan->custom_private, TIP_GUARD_READS)) = makeInteger(true);
+}
+
 /* The Index Scan plan a Temp Index Scan carries. */
 Plan *
 tb_temp_index_scan_stock_plan(CustomScan *cscan)
@@ -228,9 +243,10 @@ tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(indexqualorig);
-	cscan->custom_private = list_make3(makeInteger(est_dirty_pages),
+	cscan->custom_private = list_make4(makeInteger(est_dirty_pages),
 									   makeString(psprintf("%.2f", est_flush_cost)),
-									   makeInteger(leader_only));
+									   makeInteger(leader_only),
+									   makeInteger(false));
 	cscan->methods = &index_scan_methods;
 	if (IsA(stock, IndexOnlyScan))
 	{
@@ -276,6 +292,7 @@ index_scan_create_state(CustomScan *cscan)
 	is->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TIP_EST_FLUSH_COST)), NULL);
 	is->leader_only = intVal(list_nth(cscan->custom_private, TIP_LEADER_ONLY));
+	is->guard_reads = intVal(list_nth(cscan->custom_private, TIP_GUARD_READS));
 	return (Node *) is;
 }
 
@@ -307,6 +324,8 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 		node->ss.ps.ps_ExprContext = stdecontext;
 	}
 
+	if (is->guard_reads && IsParallelWorker())
+		tb_page_source_guard_file_reads();
 	is->pages = tb_page_source_create(estate->es_query_cxt);
 	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
 	if (is->backward)
@@ -423,6 +442,12 @@ index_scan_next(ScanState *ss)
 	tb_scan_run_flush_armed(&is->run, &is->css);
 	if (!is->keys_set)
 		set_keys(is);
+	if (is->worker_counts && !is->hazard_served && !IsParallelWorker())
+	{
+		is->hazard_served = true;
+		tb_hazard_serve_file_read(&is->worker_counts->hazard,
+								  ss->ss_currentRelation);
+	}
 
 	while (tb_btree_scan_next(is->btree, &tid))
 	{
@@ -517,6 +542,8 @@ index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	tb_btree_shared_init(coordinate, true);
 	tb_btree_scan_share(is->btree, coordinate);
 	is->worker_counts = worker_counts(coordinate);
+	tb_hazard_meet_init(&is->worker_counts->hazard);
+	is->hazard_served = false;
 	is->worker_counts->nworkers = pcxt->nworkers;
 	memset(is->worker_counts->counts, 0, sizeof(IndexScanCounts) * pcxt->nworkers);
 }
@@ -543,18 +570,9 @@ collect_worker_counts(TempIndexScanState *is)
 
 	if (shared == NULL || IsParallelWorker())
 		return;
-	if (is->worker_totals == NULL)
-	{
-		is->nworker_totals = shared->nworkers;
-		is->worker_totals = MemoryContextAllocZero(is->css.ss.ps.state->es_query_cxt,
-												   sizeof(IndexScanCounts) * shared->nworkers);
-	}
-	for (int i = 0; i < Min(is->nworker_totals, shared->nworkers); i++)
-	{
-		is->worker_totals[i].entries += shared->counts[i].entries;
-		is->worker_totals[i].heap_fetches += shared->counts[i].heap_fetches;
-	}
-	memset(shared->counts, 0, sizeof(IndexScanCounts) * shared->nworkers);
+	tb_worker_totals_add(&is->worker_totals, (uint64 *) shared->counts,
+						 shared->nworkers, TB_COUNTERS(IndexScanCounts),
+						 is->css.ss.ps.state->es_query_cxt);
 }
 
 /* Gather rescanned: the range starts over for the next set of workers. */
@@ -576,6 +594,11 @@ index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 
 	tb_btree_scan_share(is->btree, coordinate);
 	is->worker_counts = worker_counts(coordinate);
+	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
+	{
+		tb_mid_read_hook = tb_hazard_worker_meets;
+		tb_mid_read_arg = &is->worker_counts->hazard;
+	}
 }
 
 /*
@@ -596,25 +619,6 @@ index_scan_shutdown(CustomScanState *node)
 	is->worker_counts = NULL;
 }
 
-/* "leader=N worker 0=N ...", the workers that returned or fetched anything. */
-static char *
-per_participant(TempIndexScanState *is, uint64 leader, size_t field)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "leader=" UINT64_FORMAT, leader);
-	for (int i = 0; i < is->nworker_totals; i++)
-	{
-		IndexScanCounts *counts = &is->worker_totals[i];
-
-		if (counts->entries > 0 || counts->heap_fetches > 0)
-			appendStringInfo(&buf, " worker %d=" UINT64_FORMAT, i,
-							 *(uint64 *) ((char *) counts + field));
-	}
-	return buf.data;
-}
-
 static void
 index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
@@ -630,7 +634,7 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		return;
 	tb_scan_run_explain_done(&is->run, es);
 	/* A full scan's workers keep their counts: it has no shared memory. */
-	if (is->worker_totals == NULL)
+	if (is->worker_totals.counts == NULL)
 	{
 		ExplainPropertyInteger("Leader Index Entries", NULL,
 							   tb_btree_scan_entries(is->btree), es);
@@ -638,9 +642,10 @@ index_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		return;
 	}
 	ExplainPropertyText("Index Entries",
-						per_participant(is, tb_btree_scan_entries(is->btree),
-										offsetof(IndexScanCounts, entries)), es);
+						tb_worker_totals_text(&is->worker_totals,
+											  tb_btree_scan_entries(is->btree),
+											  TB_COUNTER(IndexScanCounts, entries)), es);
 	ExplainPropertyText("Heap Fetches",
-						per_participant(is, is->heap_fetches,
-										offsetof(IndexScanCounts, heap_fetches)), es);
+						tb_worker_totals_text(&is->worker_totals, is->heap_fetches,
+											  TB_COUNTER(IndexScanCounts, heap_fetches)), es);
 }

@@ -444,8 +444,8 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
 	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{
-		tb_mid_read_hook = tb_ts_worker_meets_hazard;
-		tb_mid_read_arg = ts;
+		tb_mid_read_hook = tb_hazard_worker_meets;
+		tb_mid_read_arg = &ts->shared->hazard;
 	}
 
 	if (ts->shared->toast_private)

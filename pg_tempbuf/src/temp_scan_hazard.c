@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * temp_scan_hazard.c
- *	  pg_tempbuf.debug_hazard in the Temp Seq Scan: make the races that its
- *	  guards (page_guard.c) prevent happen on purpose, for tests.
+ *	  pg_tempbuf.debug_hazard: make the races that the scans' guards prevent
+ *	  happen on purpose, for tests: the Temp Seq Scan's (page_guard.c), and
+ *	  the index and bitmap scans' compared file reads (page_source.c).
  *
  * A worker pauses in the middle of reading a page (tb_mid_read_hook) while
  * the leader changes that page as code running in the leader could;
@@ -20,6 +21,21 @@
 
 #include "temp_scan_int.h"
 
+/* Where a worker and the leader are (TbHazardMeet.phase) */
+#define HAZARD_IDLE		0
+#define HAZARD_CLAIMED	1		/* a worker is about to pause */
+#define HAZARD_PAUSED	2		/* in the middle of the meet's block */
+#define HAZARD_CHANGED	3		/* the leader did what the hazard says */
+#define HAZARD_READ		4		/* the worker has read the rest of the page */
+#define HAZARD_RESTORED 5		/* the leader put the buffer back */
+
+void
+tb_hazard_meet_init(TbHazardMeet *meet)
+{
+	pg_atomic_init_u32(&meet->phase, HAZARD_IDLE);
+	meet->block = InvalidBlockNumber;
+}
+
 /* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
 void
 tb_ts_stall_for_hazard(TbDebugHazard hazard)
@@ -33,11 +49,11 @@ tb_ts_stall_for_hazard(TbDebugHazard hazard)
  * gets to phase.
  */
 static bool
-wait_for_phase(TempScanShared *shared, uint32 phase, long timeout_us)
+wait_for_phase(TbHazardMeet *meet, uint32 phase, long timeout_us)
 {
 	for (long waited = 0; waited < timeout_us; waited += 100)
 	{
-		if (pg_atomic_read_u32(&shared->hazard_phase) >= phase)
+		if (pg_atomic_read_u32(&meet->phase) >= phase)
 			return true;
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(100L);
@@ -58,24 +74,24 @@ page_prunes_on_access(const char *page)
 }
 
 /*
- * Worker, pg_tempbuf.debug_hazard: the first page read the hazard is about
- * pauses in its middle until the leader has changed it (see
- * tb_ts_serve_hazard).
+ * Worker, pg_tempbuf.debug_hazard, as tb_mid_read_hook with the scan's
+ * TbHazardMeet: the first page read the hazard is about pauses in its
+ * middle until the leader has changed it (tb_ts_serve_hazard(),
+ * tb_hazard_serve_file_read()).
  */
 bool
-tb_ts_worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
-						  bool done, void *arg)
+tb_hazard_worker_meets(BlockNumber blkno, const char *page, bool from_leader,
+					   bool done, void *arg)
 {
-	TempScanState *ts = (TempScanState *) arg;
-	TempScanShared *shared = ts->shared;
+	TbHazardMeet *meet = (TbHazardMeet *) arg;
 	uint32		idle = HAZARD_IDLE;
 	bool		wanted;
 
 	if (done)
 	{
-		pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_READ);
+		pg_atomic_exchange_u32(&meet->phase, HAZARD_READ);
 		if (tb_debug_hazard == TB_HAZARD_REFILL_DURING_COPY)
-			(void) wait_for_phase(shared, HAZARD_RESTORED, 10000000L);
+			(void) wait_for_phase(meet, HAZARD_RESTORED, 10000000L);
 		return true;
 	}
 	switch ((TbDebugHazard) tb_debug_hazard)
@@ -100,11 +116,11 @@ tb_ts_worker_meets_hazard(BlockNumber blkno, const char *page, bool from_leader,
 			break;
 	}
 	if (!wanted ||
-		!pg_atomic_compare_exchange_u32(&shared->hazard_phase, &idle, HAZARD_CLAIMED))
+		!pg_atomic_compare_exchange_u32(&meet->phase, &idle, HAZARD_CLAIMED))
 		return false;
-	shared->hazard_block = blkno;
-	pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_PAUSED);
-	(void) wait_for_phase(shared, HAZARD_CHANGED, 10000000L);
+	meet->block = blkno;
+	pg_atomic_exchange_u32(&meet->phase, HAZARD_PAUSED);
+	(void) wait_for_phase(meet, HAZARD_CHANGED, 10000000L);
 	return true;
 }
 
@@ -116,6 +132,17 @@ write_if_dirty(Buffer buffer)
 
 	if (pg_atomic_read_u32(&desc->state) & BM_DIRTY)
 		tb_write_local_run(&desc, 1);
+}
+
+/* The leader has changed the page: say so, and let the worker read on. */
+static void
+served(TbHazardMeet *meet, Relation rel, BlockNumber blkno)
+{
+	ereport(NOTICE,
+			(errmsg("pg_tempbuf.debug_hazard: block %u of \"%s\" met the leader in the middle of a worker's read",
+					blkno, RelationGetRelationName(rel))));
+	if (pg_atomic_read_u32(&meet->phase) < HAZARD_CHANGED)
+		pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
 }
 
 /*
@@ -132,19 +159,19 @@ write_if_dirty(Buffer buffer)
 void
 tb_ts_serve_hazard(TempScanState *ts)
 {
-	TempScanShared *shared = ts->shared;
+	TbHazardMeet *meet = &ts->shared->hazard;
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	BlockNumber blkno;
 	Buffer		buffer;
 
 	if (!TB_HAZARD_PAUSES_READS(tb_debug_hazard) ||
-		ts->hazard_served || ts->flushing || shared->leader_only ||
+		ts->hazard_served || ts->flushing || ts->shared->leader_only ||
 		ts->pcxt == NULL || ts->pcxt->nworkers_launched == 0)
 		return;
 	ts->hazard_served = true;
-	if (!wait_for_phase(shared, HAZARD_PAUSED, 3000000L))
+	if (!wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
 		return;
-	blkno = shared->hazard_block;
+	blkno = meet->block;
 	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
 	switch ((TbDebugHazard) tb_debug_hazard)
 	{
@@ -162,16 +189,16 @@ tb_ts_serve_hazard(TempScanState *ts)
 			/* Only an unpinned buffer can be reused: this pin is ours. */
 			if (LocalRefCount[-buffer - 1] > 1)
 			{
-				pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
+				pg_atomic_exchange_u32(&meet->phase, HAZARD_RESTORED);
 				break;
 			}
 			write_if_dirty(buffer);
 			tb_page_source_read_image(rel, MAIN_FORKNUM, (blkno + 1) % ts->nblocks,
 									  BufferGetPage(buffer));
-			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
-			(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
+			pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
+			(void) wait_for_phase(meet, HAZARD_READ, 10000000L);
 			tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
-			pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_RESTORED);
+			pg_atomic_exchange_u32(&meet->phase, HAZARD_RESTORED);
 			break;
 		case TB_HAZARD_EVICT_DURING_BATCH:
 			{
@@ -191,8 +218,8 @@ tb_ts_serve_hazard(TempScanState *ts)
 				desc->tag.blockNum = (blkno + 1) % ts->nblocks;
 				tb_page_source_read_image(rel, MAIN_FORKNUM, desc->tag.blockNum,
 										  BufferGetPage(buffer));
-				pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
-				(void) wait_for_phase(shared, HAZARD_READ, 10000000L);
+				pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
+				(void) wait_for_phase(meet, HAZARD_READ, 10000000L);
 				tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 				desc->tag = tag;
 			}
@@ -201,9 +228,32 @@ tb_ts_serve_hazard(TempScanState *ts)
 			break;
 	}
 	ReleaseBuffer(buffer);
-	ereport(NOTICE,
-			(errmsg("pg_tempbuf.debug_hazard: block %u of \"%s\" met the leader in the middle of a worker's read",
-					blkno, RelationGetRelationName(rel))));
-	if (pg_atomic_read_u32(&shared->hazard_phase) < HAZARD_CHANGED)
-		pg_atomic_exchange_u32(&shared->hazard_phase, HAZARD_CHANGED);
+	served(meet, rel, blkno);
+}
+
+/*
+ * Leader, pg_tempbuf.debug_hazard prune_during_read or write_during_read,
+ * for the index and bitmap scans, whose workers read the file only: wait a
+ * little for a worker to pause in the middle of a page of rel, and prune
+ * it and write it back, or write it back, as code running in the leader
+ * (a function above Gather) and an eviction could.
+ */
+void
+tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
+{
+	BlockNumber blkno;
+	Buffer		buffer;
+
+	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_READ &&
+		tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
+		return;
+	if (!wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
+		return;
+	blkno = meet->block;
+	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
+	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_READ)
+		heap_page_prune_opt(rel, buffer);
+	write_if_dirty(buffer);
+	ReleaseBuffer(buffer);
+	served(meet, rel, blkno);
 }

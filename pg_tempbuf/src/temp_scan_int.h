@@ -23,14 +23,6 @@
 #include "pg_tempbuf.h"
 #include "scan_run.h"
 
-/* pg_tempbuf.debug_hazard: where a worker and the leader are (hazard_phase) */
-#define HAZARD_IDLE		0
-#define HAZARD_CLAIMED	1		/* a worker is about to pause */
-#define HAZARD_PAUSED	2		/* in the middle of hazard_block */
-#define HAZARD_CHANGED	3		/* the leader did what the hazard says */
-#define HAZARD_READ		4		/* the worker has read the rest of the page */
-#define HAZARD_RESTORED 5		/* the leader put the buffer back */
-
 /* Workers may read every block: no flush is under way. */
 #define ALL_READABLE	((uint32) 0xFFFFFFFF)
 
@@ -97,9 +89,7 @@ typedef struct TempScanShared
 	BlockNumber reserved_bits;
 	Size		reserved_offset;
 
-	/* pg_tempbuf.debug_hazard: where a worker and the leader meet */
-	pg_atomic_uint32 hazard_phase;
-	BlockNumber hazard_block;
+	TbHazardMeet hazard;		/* pg_tempbuf.debug_hazard */
 
 	int			nworkers;
 	/* [0] is the leader, [1 + ParallelWorkerNumber] the workers */
@@ -254,8 +244,6 @@ extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
 
 /* temp_scan_hazard.c */
 extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);
-extern bool tb_ts_worker_meets_hazard(BlockNumber blkno, const char *page,
-									  bool from_leader, bool done, void *arg);
 extern void tb_ts_serve_hazard(TempScanState *ts);
 
 /* temp_scan_tuples.c */

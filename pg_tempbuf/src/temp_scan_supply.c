@@ -482,8 +482,7 @@ tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
 	shared->reserved_offset = reserved_offset(pcxt->nworkers, ts->leader_pages_room);
 	shared->reserved_bits = ts->reserved_room;
-	pg_atomic_init_u32(&shared->hazard_phase, HAZARD_IDLE);
-	shared->hazard_block = InvalidBlockNumber;
+	tb_hazard_meet_init(&shared->hazard);
 	ts->hazard_served = false;
 	guard_pages(ts, shared);
 	shared->nworkers = pcxt->nworkers;

@@ -8,7 +8,8 @@ The hazards, and the guard each one meets (see page_guard.c):
 - the leader prunes a page a worker copies from its buffers: the pin on every listed buffer;
 - the leader prunes and writes back a page a worker reads from the file, while a function
   above Gather may read the table: pins on the resident pages it could prune, the others
-  kept for the leader;
+  kept for the leader; for an index scan, whose workers need whichever heap page the index
+  names, each read of the file compared with a second one (where no checksum would catch it);
 - a copied buffer holds another page for a while (evicted and read again): the pin;
 - the leader stalls between the two reads of the start/refuse handshake while workers
   cannot copy: the order of those reads;
@@ -29,7 +30,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import force_parallel, leader_copies_unavailable, start_preloaded
+from conftest import force_parallel, leader_copies_unavailable, plan_text, start_preloaded
 from pglab.cluster import Cluster
 from wire import WireError, WireSession
 
@@ -61,7 +62,8 @@ def no_checksum_cluster(pg_config_path: str) -> Iterator[Cluster]:
 
 
 def run_hazard(
-    conn: psycopg.Connection[Any], hazard: str, protected: bool, query: str, settings: dict[str, str]
+    conn: psycopg.Connection[Any], hazard: str, protected: bool, query: str, settings: dict[str, str],
+    more_setup: str = "",
 ) -> tuple[list[tuple[Any, ...]] | str, list[str]]:
     """The query's rows (or its error) and the notices of the forced race."""
     notices: list[str] = []
@@ -70,7 +72,7 @@ def run_hazard(
     conn.execute("SET pg_tempbuf.debug_sync_start = on")
     for name, value in settings.items():
         conn.execute(f"SET {name} = {value}")
-    conn.execute(SETUP)
+    conn.execute(SETUP + more_setup)
     conn.execute(f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'}")
     conn.execute(f"SET pg_tempbuf.debug_hazard = {hazard}")
     try:
@@ -118,6 +120,27 @@ def test_prune_during_read(no_checksum_cluster: Cluster, protected: bool, pool: 
         rows, met = run_hazard(conn, "prune_during_read", protected, COUNT_WITH_LEADER_CODE,
                                {"pg_tempbuf.copy_from_leader": "off"})
     check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=pool == "64MB")
+
+
+# The same rows through h's index: a partial Temp Index Scan under Gather, the function above it.
+INDEX_SETUP = "CREATE INDEX h_id ON h (id); ANALYZE h;"
+INDEX_COUNT_WITH_LEADER_CODE = (f"SELECT count(*), sum(id), sum(pg_temp.one(id)) FROM h "
+                                f"WHERE id BETWEEN 1 AND {ROWS}")
+INDEX_SCAN_ONLY = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_indexonlyscan": "off",
+                   "pg_tempbuf.copy_from_leader": "off"}
+
+
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_prune_during_index_scan_read(no_checksum_cluster: Cluster, protected: bool) -> None:
+    """A worker of a Temp Index Scan reads a heap page from the file while a function above
+    Gather could prune it: the leader prunes it and writes it back in the middle of the read.
+    Guarded, the worker's second read differs and it reads again."""
+    with no_checksum_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        rows, met = run_hazard(conn, "prune_during_read", protected, INDEX_COUNT_WITH_LEADER_CODE,
+                               INDEX_SCAN_ONLY, more_setup=INDEX_SETUP)
+        plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
+    assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
+    check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
 
 
 @needs_copies

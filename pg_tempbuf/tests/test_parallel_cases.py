@@ -224,3 +224,52 @@ def test_leader_times_a_write_again_after_slow_ones(preloaded_cluster: Cluster) 
     assert node["Flush Mode"] == "interleaved"
     assert node["Pages Flushed"] >= 60, node  # two write runs of 32 blocks at least
     assert rows == [(100000, 100000 * 100001 // 2)]
+
+
+def gathered_temp_index_scans(plan: Any) -> list[dict[str, Any]]:
+    """The Temp Index Scan nodes under a Gather of an EXPLAIN (ANALYZE, FORMAT JSON), with the
+    Gather's Workers Launched added."""
+    found: list[dict[str, Any]] = []
+
+    def walk(node: dict[str, Any], launched: int | None) -> None:
+        if node.get("Node Type", "").startswith("Gather"):
+            launched = node.get("Workers Launched", 0)
+        if launched is not None and node.get("Custom Plan Provider") == "Temp Index Scan":
+            found.append({**node, "Workers Launched": launched})
+        for child in node.get("Plans", []):
+            walk(child, launched)
+
+    walk(plan[0]["Plan"], None)
+    return found
+
+
+@pytest.mark.parametrize("pool", ["512MB", "8MB"])
+def test_index_scan_under_a_function_that_reads_the_table(preloaded_cluster: Cluster, pool: str) -> None:
+    """A PL/pgSQL function (PARALLEL RESTRICTED, so above Gather) reads the table by its index,
+    pruning the pages its reads find full of dead versions, while workers read an index range
+    of 200,000 rows: the range stays a Temp Index Scan in workers, and ten runs give the
+    serial answer, with the table resident and with a pool that evicts (written back pages
+    the workers read from the file)."""
+    with preloaded_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
+        force_parallel(conn)
+        conn.execute("""
+            CREATE TEMP TABLE r (id int PRIMARY KEY, v int, pad text) WITH (fillfactor = 100);
+            INSERT INTO r SELECT g, g % 1000, repeat('x', 60) FROM generate_series(1, 300000) g;
+            UPDATE r SET v = v + 1 WHERE id % 4 = 0;
+            ANALYZE r;
+            CREATE FUNCTION pg_temp.v_of(k int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+              AS 'BEGIN RETURN (SELECT v FROM r WHERE id = k); END';
+        """)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        query = ("SELECT count(*), sum(v), sum(pg_temp.v_of(id / 7 + 1)) FILTER (WHERE id % 50 = 0) "
+                 "FROM r WHERE id BETWEEN 50001 AND 250000")
+        conn.execute("SET pg_tempbuf.parallel_scan = off")
+        serial = conn.execute(query).fetchall()
+        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}").fetchone()
+        assert row is not None
+        scans = gathered_temp_index_scans(row[0])
+        assert scans and scans[0]["Workers Launched"] > 0, plan_text(conn, query)
+        runs = [conn.execute(query).fetchall() for _ in range(10)]
+    assert runs == [serial] * 10
