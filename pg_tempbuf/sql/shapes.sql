@@ -183,7 +183,11 @@ SELECT * FROM both_ways('SELECT count(*) FROM keyed WHERE w > (SELECT w FROM key
 -- below it (the inner side of a nested loop over the Gather, a SubPlan): a
 -- Temp Index Scan that only the leader runs, through its local buffers,
 -- without a hint bit or a prune and with nothing to flush.  The plan keeps
--- its workers instead of being made again without them.
+-- its workers instead of being made again without them.  Joins by nested
+-- loop only: how many of the table's pages are still dirty when it is
+-- planned tips a hash join of two partial scans against it.
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
 CREATE TEMP TABLE looked AS
   SELECT g AS k, (g * 7) % 100000 AS v, md5(g::text) AS s FROM generate_series(1, 100000) g;
 CREATE INDEX looked_k ON looked (k);
@@ -197,6 +201,8 @@ SELECT * FROM both_ways('SELECT count(*), md5(string_agg(x::text, '','' ORDER BY
 SELECT regexp_replace(line, ' \(actual.*', '') AS line
   FROM explain_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT a.k, b.s FROM looked a JOIN looked b ON b.k = a.v WHERE a.s LIKE ''abc%''') AS line
  WHERE line ~ '(Temp Index Scan|Pages Flushed|Workers Launched)';
+RESET enable_hashjoin;
+RESET enable_mergejoin;
 
 -- A plan that ends up serial reads the table the stock way.
 SET max_parallel_workers_per_gather = 0;

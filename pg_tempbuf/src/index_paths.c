@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "access/genam.h"
+#include "access/xlog.h"
 #include "catalog/pg_am.h"
 #include "nodes/extensible.h"
 #include "nodes/nodeFuncs.h"
@@ -105,6 +106,19 @@ price_index_flush(IndexOptInfo *index, TbScanPrice *price)
  * random_page_cost (index_pages_fetched() in cost_index()), more than a
  * private read, and the participants of a partial join share the loops.
  */
+/*
+ * A worker's private read of one page.  Under code that may prune pages in
+ * the leader, a cluster without data checksums has workers read each page
+ * twice and compare (page_source.c): twice the price.
+ */
+static double
+private_read_page_cost(void)
+{
+	if (tb_planning.runs_opaque_code && !DataChecksumsEnabled())
+		return 2.0 * tb_read_page_cost;
+	return tb_read_page_cost;
+}
+
 static Cost
 private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_count)
 {
@@ -120,7 +134,7 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_
 	if (ipath->path.pathtype == T_IndexOnlyScan)
 		heap_pages = ceil(heap_pages * (1.0 - rel->allvisfrac));
 	index_pages = ceil(ipath->indexselectivity * index->pages);
-	reads = tb_read_page_cost * (heap_pages + index_pages);
+	reads = private_read_page_cost() * (heap_pages + index_pages);
 
 	/* A shared range: workers read their share, the leader its buffers. */
 	if (ipath->path.parallel_aware)
@@ -382,7 +396,7 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		if (loop_count <= 1.0)
 		{
 			heap_pages = compute_bitmap_pages(root, rel, bpath->bitmapqual, 1, NULL, NULL);
-			reads = tb_read_page_cost * (heap_pages + index_pages);
+			reads = private_read_page_cost() * (heap_pages + index_pages);
 		}
 		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
 		tb_add_safe_path(root, rel,
@@ -401,7 +415,7 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 																  NULL, 1.0, workers);
 
 				/* Each participant reads its share of the heap pages. */
-				reads = tb_read_page_cost *
+				reads = private_read_page_cost() *
 					(heap_pages / tb_parallel_divisor(workers) + index_pages);
 				add_partial_path(rel, &make_wrapping_path(rel, &partial->path,
 														  &bitmap_price, reads, 1.0,
