@@ -76,6 +76,7 @@ typedef struct TempIndexPath
 	CustomPath	cpath;
 	int			est_dirty_pages;
 	double		est_flush_cost;
+	bool		leader_copies;	/* workers copy the leader's pages: no flush */
 } TempIndexPath;
 
 /*
@@ -227,6 +228,31 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 }
 
 /*
+ * A shared range's workers copy the pages the leader holds out of its
+ * memory where this system lets them (page_source.c), as a partial Temp
+ * Seq Scan's do: the pages they read from the files are then the ones
+ * not in local buffers, on disk already, and nothing is written.  A worker
+ * the system refuses takes no part of the range.  Not under code that may
+ * read the table in the leader, which could prune a page while a worker
+ * copies it.
+ */
+static CustomPath *
+make_partial_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
+							 const TbScanPrice *price)
+{
+	TbScanPrice nothing_to_write = *price;
+	TempIndexPath *tpath;
+
+	if (!tb_leader_pages_readable() || tb_planning.runs_opaque_code)
+		return make_temp_index_path(root, rel, ipath, price, 1.0);
+	nothing_to_write.dirty_pages = 0;
+	nothing_to_write.known_clean = true;
+	tpath = (TempIndexPath *) make_temp_index_path(root, rel, ipath, &nothing_to_write, 1.0);
+	tpath->leader_copies = true;
+	return &tpath->cpath;
+}
+
+/*
  * Offer a Temp Index Scan for each btree index path core made for rel,
  * in either direction, with no ORDER BY operator.  An Index Only Scan path
  * becomes a Temp Index Only Scan, or an index scan where the index stores
@@ -286,8 +312,8 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 													NULL, 1.0, true);
 
 			if (partial->path.parallel_aware)
-				add_partial_path(rel, &make_temp_index_path(root, rel, partial,
-															&index_price, 1.0)->path);
+				add_partial_path(rel, &make_partial_temp_index_path(root, rel, partial,
+																	&index_price)->path);
 		}
 
 		/*
@@ -476,7 +502,8 @@ plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 	return tb_make_temp_index_scan_plan((Scan *) stock, tlist, indexqualorig,
 										tpath->est_dirty_pages,
-										tpath->est_flush_cost, false);
+										tpath->est_flush_cost, false,
+										tpath->leader_copies);
 }
 
 /* Our node around core's Bitmap Heap Scan (its index scans under it). */

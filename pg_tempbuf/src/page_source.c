@@ -380,6 +380,16 @@ typedef struct PageRef
 	Page		page;
 } PageRef;
 
+/* The pages of one relation a worker may copy out of the leader's buffers. */
+typedef struct LeaderPages
+{
+	Oid			relid;
+	const TbLeaderPage *pages;	/* sorted by block */
+	int			npages;
+} LeaderPages;
+
+#define TB_PAGE_SOURCE_LEADER_RELS	2	/* an index scan's table and index */
+
 struct TbPageSource
 {
 	MemoryContext cxt;
@@ -394,6 +404,11 @@ struct TbPageSource
 	int			used;			/* slots given a page so far */
 	int			hand;
 	char	   *scratch;		/* the reread buffer of a file read */
+
+	/* worker: pages to copy from the leader instead of reading the file */
+	pid_t		leader_pid;
+	LeaderPages leader[TB_PAGE_SOURCE_LEADER_RELS];
+	int			nleader;
 
 	/* since tb_page_source_take_counts() last asked */
 	uint64		reads;			/* pages looked up in buffers or read from files */
@@ -423,6 +438,56 @@ tb_page_source_create(MemoryContext cxt)
 							  Min(src->capacity, 1024), &ctl,
 							  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	return src;
+}
+
+/*
+ * Worker: copy relid's blocks listed in pages[] (sorted by block, in the
+ * leader's memory when the scan started) out of the leader's buffers, and
+ * read the others from the file.  A page the leader held dirty is not on
+ * disk: the scan must give this list only where the system lets workers
+ * copy (tb_page_source_leader_errno()).  A buffer the leader has evicted
+ * since, or given to another page, fails the copy's descriptor check, and
+ * the page is read from the file, where the eviction wrote it.
+ */
+void
+tb_page_source_copy_from_leader(TbPageSource *src, Oid relid,
+								const TbLeaderPage *pages, int npages,
+								pid_t leader_pid)
+{
+	Assert(!src->from_buffers && src->nleader < TB_PAGE_SOURCE_LEADER_RELS);
+	src->leader_pid = leader_pid;
+	src->leader[src->nleader++] = (LeaderPages) {relid, pages, npages};
+}
+
+static int
+compare_leader_block(const void *key, const void *member)
+{
+	BlockNumber blkno = *(const BlockNumber *) key;
+	BlockNumber other = ((const TbLeaderPage *) member)->blkno;
+
+	return blkno < other ? -1 : blkno > other ? 1 : 0;
+}
+
+/* Worker: the page from the leader's buffer, if it holds it; false if not. */
+static bool
+copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest)
+{
+	for (int i = 0; i < src->nleader; i++)
+	{
+		const LeaderPages *rel_pages = &src->leader[i];
+		const TbLeaderPage *page;
+		bool		valid;
+
+		if (rel_pages->relid != key->relid)
+			continue;
+		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
+					   sizeof(TbLeaderPage), compare_leader_block);
+		if (page == NULL)
+			return false;
+		tb_page_source_copy_leader(rel, src->leader_pid, page, 1, dest, &valid);
+		return valid;
+	}
+	return false;
 }
 
 /* Let go of what a reference pins or holds. */
@@ -493,8 +558,9 @@ cached_slot(TbPageSource *src, Relation rel, const PageKey *key)
 	slotno = claim_slot(src);
 	slot = &src->slots[slotno];
 	slot->key.relid = InvalidOid;
-	src->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, key->blkno,
-											 slot->data, src->scratch);
+	if (!copy_leader_page(src, rel, key, slot->data))
+		src->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, key->blkno,
+												 slot->data, src->scratch);
 	src->reads++;
 	entry = hash_search(src->lookup, key, HASH_ENTER, &found);
 	entry->slot = slotno;

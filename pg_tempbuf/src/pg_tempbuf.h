@@ -197,6 +197,9 @@ extern void tb_page_source_copy_leader(Relation rel, pid_t leader_pid,
 
 /* random: by block number, through a small cache of copies */
 extern void tb_page_source_guard_file_reads(void);
+extern void tb_page_source_copy_from_leader(TbPageSource *src, Oid relid,
+											const TbLeaderPage *pages, int npages,
+											pid_t leader_pid);
 extern TbPageSource *tb_page_source_create(MemoryContext cxt);
 extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
 extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
@@ -357,7 +360,8 @@ extern Plan *tb_make_temp_index_scan_plan(Scan *stock, List *tlist,
 										  List *indexqualorig,
 										  int est_dirty_pages,
 										  double est_flush_cost,
-										  bool leader_only);
+										  bool leader_only,
+										  bool leader_copies);
 
 /*
  * temp_bitmap_scan.c: the Temp Bitmap Heap Scan executor node, "Custom Scan

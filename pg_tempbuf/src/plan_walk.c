@@ -245,7 +245,7 @@ leader_index_scan_from_index_scan(IndexScan *scan)
 	cscan = (CustomScan *) tb_make_temp_index_scan_plan(&scan->scan,
 														scan->scan.plan.targetlist,
 														scan->indexqualorig, 0, 0.0,
-														true);
+														true, false);
 	/* Keep the costs, row estimates and parameter sets core computed. */
 	cscan->scan.plan = scan->scan.plan;
 	NodeSetTag(cscan, T_CustomScan);

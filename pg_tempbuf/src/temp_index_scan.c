@@ -74,6 +74,7 @@ enum
 	TIP_EST_FLUSH_COST,
 	TIP_LEADER_ONLY,			/* above Gather: reads local buffers, flushes nothing */
 	TIP_GUARD_READS,			/* the leader may prune: workers compare file reads */
+	TIP_LEADER_COPIES,			/* shared range: workers copy the leader's pages */
 	TIP_NUM_MEMBERS
 };
 
@@ -96,6 +97,24 @@ typedef struct IndexScanWorkerCounts
 	IndexScanCounts counts[FLEXIBLE_ARRAY_MEMBER];	/* [i]: worker i */
 } IndexScanWorkerCounts;
 
+/*
+ * With TIP_LEADER_COPIES, after the counts: the pages of the table and of
+ * the index that the leader held when the workers were launched, which
+ * they copy from its memory (page_source.c), the table's first.  The
+ * leader writes nothing for them, so a worker that cannot copy must read
+ * nothing: it takes no part of the range (workers_stay_out, or its own
+ * try at a copy refused).
+ */
+typedef struct LeaderPageList
+{
+	bool		copies;			/* false: the leader flushed, workers read files */
+	pid_t		leader_pid;
+	bool		workers_stay_out;	/* the leader could not admit them */
+	int			nheap;
+	int			nindex;
+	TbLeaderPage pages[FLEXIBLE_ARRAY_MEMBER];
+} LeaderPageList;
+
 typedef struct TempIndexScanState
 {
 	CustomScanState css;
@@ -107,6 +126,14 @@ typedef struct TempIndexScanState
 	bool		index_only;
 	bool		leader_only;	/* TIP_LEADER_ONLY */
 	bool		guard_reads;	/* TIP_GUARD_READS */
+	bool		plan_copies;	/* TIP_LEADER_COPIES: the segment has a LeaderPageList */
+	bool		leader_copies;	/* leader: and the system lets workers copy */
+	bool		stays_out;		/* worker: takes no part of the range */
+	uint64		ptracer_hold;	/* leader: from tb_admit_workers() */
+	TbResidentPage *heap_resident;	/* leader: listed for the workers */
+	int			nheap_resident;
+	TbResidentPage *index_resident;
+	int			nindex_resident;
 	bool		hazard_served;	/* pg_tempbuf.debug_hazard, leader */
 	bool		backward;		/* the stock plan's indexorderdir */
 	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
@@ -233,7 +260,7 @@ tb_temp_index_scan_stock_plan(CustomScan *cscan)
 Plan *
 tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
 							 int est_dirty_pages, double est_flush_cost,
-							 bool leader_only)
+							 bool leader_only, bool leader_copies)
 {
 	CustomScan *cscan = makeNode(CustomScan);
 
@@ -247,6 +274,7 @@ tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
 									   makeString(psprintf("%.2f", est_flush_cost)),
 									   makeInteger(leader_only),
 									   makeInteger(false));
+	cscan->custom_private = lappend(cscan->custom_private, makeInteger(leader_copies));
 	cscan->methods = &index_scan_methods;
 	if (IsA(stock, IndexOnlyScan))
 	{
@@ -293,6 +321,8 @@ index_scan_create_state(CustomScan *cscan)
 												 TIP_EST_FLUSH_COST)), NULL);
 	is->leader_only = intVal(list_nth(cscan->custom_private, TIP_LEADER_ONLY));
 	is->guard_reads = intVal(list_nth(cscan->custom_private, TIP_GUARD_READS));
+	is->plan_copies = intVal(list_nth(cscan->custom_private, TIP_LEADER_COPIES));
+	is->leader_copies = is->plan_copies && !IsParallelWorker() && tb_leader_pages_readable();
 	return (Node *) is;
 }
 
@@ -357,8 +387,13 @@ index_scan_flush(CustomScanState *node)
 	TbRelFileId index_file = TbRelationFileId(is->index);
 	int64		pages;
 
-	pages = tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
-	pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+	/* Workers that copy the pages the leader holds need none written. */
+	pages = 0;
+	if (!is->leader_copies)
+	{
+		pages += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
+		pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+	}
 	if (is->index_only)
 		pages += tb_flush_local_buffers(&heap_file, VISIBILITYMAP_FORKNUM);
 	pages += tb_toast_flush(rel);
@@ -440,6 +475,8 @@ index_scan_next(ScanState *ss)
 
 	/* A leader that has not run the plan yet (a subplan, say): nothing read. */
 	tb_scan_run_flush_armed(&is->run, &is->css);
+	if (is->stays_out)
+		return ExecClearTuple(slot);
 	if (!is->keys_set)
 		set_keys(is);
 	if (is->worker_counts && !is->hazard_served && !IsParallelWorker())
@@ -496,6 +533,8 @@ index_scan_end(CustomScanState *node)
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
 	tb_scan_run_end(&is->run);
+	tb_dismiss_workers(is->ptracer_hold);
+	is->ptracer_hold = 0;
 	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);
@@ -527,10 +566,91 @@ worker_counts(void *coordinate)
 }
 
 static Size
+worker_counts_size(int nworkers)
+{
+	return MAXALIGN(add_size(WORKER_COUNTS_OFFSET + offsetof(IndexScanWorkerCounts, counts),
+							 mul_size(sizeof(IndexScanCounts), nworkers)));
+}
+
+static LeaderPageList *
+leader_page_list(void *coordinate, int nworkers)
+{
+	return (LeaderPageList *) ((char *) coordinate + worker_counts_size(nworkers));
+}
+
+/*
+ * Leader: the pages of the table and of the index it holds now, listed for
+ * the workers.  Nothing runs between this and index_scan_initialize_dsm(),
+ * which copies the list into the segment sized here.
+ */
+static Size
 index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return add_size(WORKER_COUNTS_OFFSET + offsetof(IndexScanWorkerCounts, counts),
-					mul_size(sizeof(IndexScanCounts), pcxt->nworkers));
+	TempIndexScanState *is = (TempIndexScanState *) node;
+	Size		size = worker_counts_size(pcxt->nworkers);
+
+	if (!is->plan_copies)
+		return size;
+	if (!is->leader_copies)
+		return add_size(size, offsetof(LeaderPageList, pages));
+	is->heap_resident = tb_resident_pages(TbRelationFileId(is->css.ss.ss_currentRelation),
+										  MAIN_FORKNUM, &is->nheap_resident);
+	is->index_resident = tb_resident_pages(TbRelationFileId(is->index), MAIN_FORKNUM,
+										   &is->nindex_resident);
+	return add_size(size, add_size(offsetof(LeaderPageList, pages),
+								   mul_size(sizeof(TbLeaderPage),
+											is->nheap_resident + is->nindex_resident)));
+}
+
+static void
+list_leader_pages(TbLeaderPage *to, const TbResidentPage *resident, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		to[i].blkno = resident[i].blkno;
+		tb_local_buffer_addresses(resident[i].buf_id, &to[i].page_addr, &to[i].desc_addr);
+	}
+}
+
+/* Leader: the list, and the system's leave for workers to read this backend. */
+static void
+share_leader_pages(TempIndexScanState *is, LeaderPageList *list)
+{
+	const char *reason;
+
+	list->copies = true;
+	list->leader_pid = MyProcPid;
+	list->nheap = is->nheap_resident;
+	list->nindex = is->nindex_resident;
+	list_leader_pages(list->pages, is->heap_resident, is->nheap_resident);
+	list_leader_pages(list->pages + is->nheap_resident, is->index_resident,
+					  is->nindex_resident);
+	list->workers_stay_out = false;
+	if (is->ptracer_hold == 0 && !tb_admit_workers(&is->ptracer_hold, &reason))
+		list->workers_stay_out = true;
+}
+
+/*
+ * Worker: copy the listed pages, or take no part if the system refuses a
+ * copy (tried once, on the first listed descriptor).
+ */
+static void
+use_leader_pages(TempIndexScanState *is, LeaderPageList *list)
+{
+	if (!list->copies)
+		return;
+	if (list->workers_stay_out ||
+		(list->nheap + list->nindex > 0 &&
+		 tb_page_source_leader_errno(list->leader_pid, list->pages[0].desc_addr) != 0))
+	{
+		is->stays_out = true;
+		return;
+	}
+	tb_page_source_copy_from_leader(is->pages, RelationGetRelid(is->css.ss.ss_currentRelation),
+									list->pages, list->nheap, list->leader_pid);
+	tb_page_source_copy_from_leader(is->pages, RelationGetRelid(is->index),
+									list->pages + list->nheap, list->nindex,
+									list->leader_pid);
 }
 
 static void
@@ -546,6 +666,10 @@ index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	is->hazard_served = false;
 	is->worker_counts->nworkers = pcxt->nworkers;
 	memset(is->worker_counts->counts, 0, sizeof(IndexScanCounts) * pcxt->nworkers);
+	if (is->leader_copies)
+		share_leader_pages(is, leader_page_list(coordinate, pcxt->nworkers));
+	else if (is->plan_copies)
+		leader_page_list(coordinate, pcxt->nworkers)->copies = false;
 }
 
 /* Worker: leave its counts where the leader finds them. */
@@ -594,6 +718,8 @@ index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 
 	tb_btree_scan_share(is->btree, coordinate);
 	is->worker_counts = worker_counts(coordinate);
+	if (is->plan_copies)
+		use_leader_pages(is, leader_page_list(coordinate, is->worker_counts->nworkers));
 	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{
 		tb_mid_read_hook = tb_hazard_worker_meets;

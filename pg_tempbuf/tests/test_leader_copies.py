@@ -92,3 +92,60 @@ def test_copy_from_leader_off_makes_the_leader_write(preloaded_cluster: Any) -> 
         assert node["Page Source"] == "file (pg_tempbuf.copy_from_leader is off)"
         assert node["Pages Flushed"] > 0
         assert conn.execute(QUERY).fetchall() == serial_result(conn)
+
+
+# -- a partial Temp Index Scan (issue 30, case 4) ----------------------------------------------
+
+INDEX_QUERY = "SELECT count(*), sum(v), max(s) FROM f WHERE id BETWEEN 20001 AND 170000"
+
+
+def temp_index_scan_under_gather(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
+    """The Temp Index Scan node of one EXPLAIN ANALYZE of sql, with its Gather's Workers Launched."""
+    row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()
+    assert row is not None
+    found: list[dict[str, Any]] = []
+
+    def walk(node: dict[str, Any], launched: int | None) -> None:
+        if node.get("Node Type", "").startswith("Gather"):
+            launched = node.get("Workers Launched", 0)
+        if node.get("Custom Plan Provider") == "Temp Index Scan" and launched is not None:
+            found.append({**node, "Workers Launched": launched})
+        for child in node.get("Plans", []):
+            walk(child, launched)
+
+    walk(row[0][0]["Plan"], None)
+    assert len(found) == 1, row[0]
+    return found[0]
+
+
+def index_scan_both_ways(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+    conn.execute("SET pg_tempbuf.parallel_scan = off")
+    serial = conn.execute(INDEX_QUERY).fetchall()
+    conn.execute("SET pg_tempbuf.parallel_scan = on")
+    return conn.execute(INDEX_QUERY).fetchall(), serial
+
+
+@pytest.mark.parametrize("pool", ["256MB", "4MB"], ids=["resident", "evicting"])
+def test_fresh_indexed_table_first_index_query_writes_nothing(preloaded_cluster: Any, pool: str) -> None:
+    """A table just loaded and indexed, every page dirty: its first index range query runs as a
+    partial Temp Index Scan whose workers copy the pages the leader holds and read the others
+    (written by evictions) from the file; nothing is flushed, the rows are the serial plan's,
+    also after an UPDATE leaves new row versions in dirty pages only the leader holds."""
+    with preloaded_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
+        force_parallel(conn)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
+        conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 200000) g")
+        conn.execute("ANALYZE f")
+        node = temp_index_scan_under_gather(conn, INDEX_QUERY)
+        assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
+        assert node["Pages Flushed"] == 0, node
+        assert worker_counts(node, "Index Entries") > 0, node
+        parallel, serial = index_scan_both_ways(conn)
+        assert parallel == serial
+        conn.execute("UPDATE f SET v = v + 1, s = 'x' || s WHERE id % 7 = 0")
+        node = temp_index_scan_under_gather(conn, INDEX_QUERY)
+        assert node["Pages Flushed"] == 0 and node["Workers Launched"] > 0, node
+        parallel, serial = index_scan_both_ways(conn)
+        assert parallel == serial
