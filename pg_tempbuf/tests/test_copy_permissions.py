@@ -104,6 +104,27 @@ def test_denied_copies_fall_back_to_the_file(denied_cluster: Cluster) -> None:
     assert " ERROR: " not in denied_cluster.server_log()
 
 
+def test_denied_copies_keep_index_scan_workers_out(denied_cluster: Cluster) -> None:
+    """A partial Temp Index Scan flushes nothing when workers may copy; a worker the system
+    refuses then takes no part of the range (it would read pages the leader never wrote), and
+    the leader covers it: exact, nothing flushed, no worker index entries."""
+    query = "SELECT count(*), sum(id), max(s) FROM t WHERE id BETWEEN 1000 AND 150000"
+    with denied_cluster.connect(options="-c temp_buffers=512MB") as conn:
+        force_parallel(conn)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        new_table(conn, DENIED_ROWS)
+        conn.execute("CREATE INDEX ON t (id)")
+        conn.execute("ANALYZE t")
+        gather = gather_node(conn, query)
+        assert gather["Workers Launched"] > 0
+        (scan,) = [n for n in iter_nodes(gather) if n.get("Custom Plan Provider") == "Temp Index Scan"]
+        assert scan["Parallel Aware"] and scan["Pages Flushed"] == 0, scan
+        assert worker_counts(scan, "Index Entries") == 0, scan
+        assert conn.execute(query).fetchall() == serial(conn, query)
+    assert " ERROR: " not in denied_cluster.server_log()
+
+
 def iter_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("Plans", []):
