@@ -270,11 +270,11 @@ tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(indexqualorig);
-	cscan->custom_private = list_make4(makeInteger(est_dirty_pages),
+	cscan->custom_private = list_make5(makeInteger(est_dirty_pages),
 									   makeString(psprintf("%.2f", est_flush_cost)),
 									   makeInteger(leader_only),
-									   makeInteger(false));
-	cscan->custom_private = lappend(cscan->custom_private, makeInteger(leader_copies));
+									   makeInteger(false),	/* TIP_GUARD_READS */
+									   makeInteger(leader_copies));
 	cscan->methods = &index_scan_methods;
 	if (IsA(stock, IndexOnlyScan))
 	{

@@ -169,6 +169,12 @@ tb_ts_serve_hazard(TempScanState *ts)
 		ts->pcxt == NULL || ts->pcxt->nworkers_launched == 0)
 		return;
 	ts->hazard_served = true;
+	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_READ ||
+		tb_debug_hazard == TB_HAZARD_WRITE_DURING_READ)
+	{
+		tb_hazard_serve_file_read(meet, rel);
+		return;
+	}
 	if (!wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
 		return;
 	blkno = meet->block;
@@ -177,13 +183,6 @@ tb_ts_serve_hazard(TempScanState *ts)
 	{
 		case TB_HAZARD_PRUNE_DURING_COPY:
 			heap_page_prune_opt(rel, buffer);
-			break;
-		case TB_HAZARD_PRUNE_DURING_READ:
-			heap_page_prune_opt(rel, buffer);
-			write_if_dirty(buffer);
-			break;
-		case TB_HAZARD_WRITE_DURING_READ:
-			write_if_dirty(buffer);
 			break;
 		case TB_HAZARD_REFILL_DURING_COPY:
 			/* Only an unpinned buffer can be reused: this pin is ours. */
@@ -233,7 +232,7 @@ tb_ts_serve_hazard(TempScanState *ts)
 
 /*
  * Leader, pg_tempbuf.debug_hazard prune_during_read or write_during_read,
- * for the index and bitmap scans, whose workers read the file only: wait a
+ * for every scan whose worker reads the file: wait a
  * little for a worker to pause in the middle of a page of rel, and prune
  * it and write it back, or write it back, as code running in the leader
  * (a function above Gather) and an eviction could.
