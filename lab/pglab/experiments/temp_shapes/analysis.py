@@ -15,7 +15,8 @@ from pglab.experiments.temp_shapes.workload import Config
 
 SHAPES_PART = "shapes"
 TPCH_PART = "tpch"
-TEMP_SCAN_PROVIDER = "Temp Seq Scan"
+# pg_tempbuf's scan nodes (Custom Plan Provider in EXPLAIN).
+TEMP_SCAN_PROVIDERS = ("Temp Seq Scan", "Temp Index Scan", "Temp Index Only Scan", "Temp Bitmap Heap Scan")
 GATHER_NODES = ("Gather", "Gather Merge")
 # Issue 9's acceptance thresholds.
 MIN_SPEEDUP_VS_OFF = 0.9
@@ -44,13 +45,14 @@ class PlanShape:
     gathers: int  # how many (an InitPlan or SubPlan can have its own)
     workers_planned: int
     workers_launched: int
-    temp_scans: int  # Custom Scan (Temp Seq Scan) nodes
+    temp_scans: int  # pg_tempbuf's Custom Scan nodes (Temp Seq Scan, Temp Index Scan, ...)
     parallel_temp_scans: int  # those of them parallel aware (partial)
     leader_only: bool  # a temp scan that ran in the leader alone (EXPLAIN's "Leader Only")
     scans: tuple[str, ...]  # "Parallel Seq Scan on big", "Custom Scan (Temp Seq Scan) on tmp_keys", ...
     outline: str  # the node tree in one line
     execution_ms: float
     total_cost: float = math.nan  # the planner's estimate for the whole plan
+    pages_flushed: int = 0  # local pages our scans wrote before reading (EXPLAIN's Pages Flushed)
 
     @property
     def parallel(self) -> bool:
@@ -99,7 +101,7 @@ def plan_shape(explain: Any) -> PlanShape:
     top = explain[0] if isinstance(explain, list) else explain
     root = top["Plan"]
     nodes = list(_nodes(root))
-    temp = [n for n in nodes if n.get("Custom Plan Provider") == TEMP_SCAN_PROVIDER]
+    temp = [n for n in nodes if n.get("Custom Plan Provider") in TEMP_SCAN_PROVIDERS]
     return PlanShape(
         gather=any(n.get("Node Type") in GATHER_NODES for n in nodes),
         gathers=sum(1 for n in nodes if n.get("Node Type") in GATHER_NODES),
@@ -113,6 +115,7 @@ def plan_shape(explain: Any) -> PlanShape:
         outline=_outline(root),
         execution_ms=float(top.get("Execution Time", 0.0)),
         total_cost=float(root.get("Total Cost", math.nan)),
+        pages_flushed=sum(int(n.get("Pages Flushed", 0)) for n in temp),
     )
 
 

@@ -29,6 +29,7 @@ class Sizes:
     docs_rows: int  # the TOAST shape's table
     docs_toasted: int  # rows of it holding an out-of-line value
     doc_bytes: int  # size of each out-of-line value
+    small_rows: int = 2_000  # the small indexed table of the self-join (issue 30)
 
 
 # The reporter's sizes (issue 9): 3M x 5,000 join, 400k rows with 20k values of 4.8 KB.

@@ -68,12 +68,12 @@ def write_raw(run: TempShapesRun) -> None:
                           "gather": p.gather, "gathers": p.gathers, "workers_planned": p.workers_planned,
                           "workers_launched": p.workers_launched, "temp_scans": p.temp_scans,
                           "parallel_temp_scans": p.parallel_temp_scans, "leader_only": p.leader_only,
-                          "explain_ms": p.execution_ms, "scans": "; ".join(p.scans),
+                          "pages_flushed": p.pages_flushed, "explain_ms": p.execution_ms, "scans": "; ".join(p.scans),
                           "rows": result.rows if result else None, "digest": result.digest if result else None,
                           "outline": p.outline})
     _csv(out / "plans.csv", plans, ["part", "item", "config", "plan", "gather", "gathers", "workers_planned",
                                     "workers_launched", "temp_scans", "parallel_temp_scans", "leader_only",
-                                    "explain_ms", "scans", "rows", "digest", "outline"])
+                                    "pages_flushed", "explain_ms", "scans", "rows", "digest", "outline"])
     shape_summaries, tpch_summaries = summaries(run)
     write_json(out / "results.json", {
         "status": run.status, "error": run.error, "command": run.command,

@@ -66,9 +66,10 @@ def fetch(conn: Conn, sql: str) -> list[tuple[Any, ...]]:
 
 
 def measure(conn: Conn, run: TempShapesRun, measured: an.Measured, prepare: Callable[[wl.Config], None],
-            progress: Progress, task: TaskID) -> None:
+            progress: Progress, task: TaskID, flush: bool = True) -> None:
     """Untimed run per configuration (result digest), `repetitions` interleaved timed rounds
-    (each round starts at another configuration), then EXPLAIN (ANALYZE, FORMAT JSON) once each."""
+    (each round starts at another configuration), then EXPLAIN (ANALYZE, FORMAT JSON) once each.
+    flush: the pool flushed before each timed run and the EXPLAIN (False: as prepare left it)."""
     configs = [wl.Config(c) for c in measured.sql]
     for config in configs:
         prepare(config)
@@ -78,7 +79,8 @@ def measure(conn: Conn, run: TempShapesRun, measured: an.Measured, prepare: Call
         shift = repetition % len(configs)
         for config in configs[shift:] + configs[:shift]:
             prepare(config)
-            conn.execute(run.flush_sql)  # the tables flushed, as the issue measured
+            if flush:
+                conn.execute(run.flush_sql)  # the tables flushed, as the issue measured
             start = time.perf_counter()
             fetch(conn, measured.sql[config])
             ms = (time.perf_counter() - start) * 1000.0
@@ -86,7 +88,8 @@ def measure(conn: Conn, run: TempShapesRun, measured: an.Measured, prepare: Call
             progress.advance(task)
     for config in configs:
         prepare(config)
-        conn.execute(run.flush_sql)
+        if flush:
+            conn.execute(run.flush_sql)
         row = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + measured.sql[config]).fetchone()
         assert row is not None
         measured.plans[config] = an.plan_shape(row[0])
@@ -125,14 +128,25 @@ def build_shapes(conn: Conn, run: TempShapesRun, shapes: tuple[wl.Shape, ...]) -
 
 def run_shapes(conn: Conn, run: TempShapesRun, shapes: tuple[wl.Shape, ...], progress: Progress,
                task: TaskID) -> None:
-    def prepare(config: wl.Config) -> None:
-        conn.execute(wl.switch(config))
-
+    sizes = run.options.sizes
     for shape in shapes:
+        def prepare(config: wl.Config, shape: wl.Shape = shape) -> None:
+            conn.execute(wl.switch(config))
+            if shape.fresh:
+                for name in shape.tables:
+                    for sql in wl.table_setup(name, config, sizes):
+                        conn.execute(sql)
+
         progress.update(task, description=f"shapes: {shape.name}")
         measured = an.Measured(an.SHAPES_PART, shape.name, shape.title,
-                               {str(c): shape.sql(c) for c in wl.SHAPE_CONFIGS})
-        measure(conn, run, measured, prepare, progress, task)
+                               {str(c): shape.sql(c, sizes) for c in wl.SHAPE_CONFIGS})
+        for setting in shape.settings:
+            conn.execute(f"SET {setting}")
+        try:
+            measure(conn, run, measured, prepare, progress, task, flush=not shape.fresh)
+        finally:
+            for setting in shape.settings:
+                conn.execute(f"RESET {setting.split('=')[0].strip()}")
         run.measured.append(measured)
 
 

@@ -37,9 +37,15 @@ class Shape:
     tables: tuple[str, ...]  # base names of the temp/UNLOGGED tables the query reads
     query: str  # `{p}` stands for the table prefix
     acceptance_vs_unlogged: bool = False  # issue 9: must reach >= 0.9x the UNLOGGED copy's speed
+    # Planner settings of the shape ("enable_seqscan = off"), in every configuration.
+    settings: tuple[str, ...] = ()
+    # The tables are created anew before every run and not flushed: the first query after a load.
+    fresh: bool = False
 
-    def sql(self, config: Config) -> str:
-        return self.query.format(p=UNLOGGED_PREFIX if config is Config.UNLOGGED else TEMP_PREFIX)
+    def sql(self, config: Config, sizes: Sizes) -> str:
+        """The query for config; `{n}` stands for the facts tables' row count (ranges scale with it)."""
+        return self.query.format(p=UNLOGGED_PREFIX if config is Config.UNLOGGED else TEMP_PREFIX,
+                                 n=sizes.facts_rows)
 
 
 SHAPES: tuple[Shape, ...] = (
@@ -75,6 +81,23 @@ SHAPES: tuple[Shape, ...] = (
           ("indexed",),
           "SELECT count(*), sum(i.v) FROM big b JOIN {p}indexed i ON i.id = b.key * 7 OR i.v = b.key "
           "WHERE b.amount = 7.5 AND b.id < 1000000"),
+    # Issue 30: index scans where a parallel plan can use them.
+    Shape("small_index_self_join", "a small indexed temp table joined to itself with a filter (a peer suite's)",
+          ("small",),
+          "SELECT count(*), sum(b.v) FROM {p}small a JOIN {p}small b ON b.id = a.id + 1 WHERE a.v < 500"),
+    Shape("index_under_function", "an index range read while a PL/pgSQL function above Gather reads the table "
+          "by its index", ("indexed",),
+          "SELECT count(*), sum(v), sum({p}indexed_v_of(id / 7 + 1)) FILTER (WHERE id % 50 = 0) "
+          "FROM {p}indexed WHERE id BETWEEN {n} / 20 AND {n} / 4",
+          settings=("enable_seqscan = off", "enable_bitmapscan = off")),
+    Shape("bitmap_or", "a bitmap heap scan of a BitmapOr over two indexes of one table (index scans off)",
+          ("indexed",),
+          "SELECT count(*), sum(v), max(note) FROM {p}indexed WHERE id < {n} / 600 OR v < 150",
+          settings=("enable_indexscan = off",)),
+    Shape("fresh_index_range", "the first index range query on a table just loaded and indexed (seq scans off)",
+          ("fresh",),
+          "SELECT count(*), sum(v), max(note) FROM {p}fresh WHERE id BETWEEN {n} / 10 AND {n} * 7 / 10",
+          settings=("enable_seqscan = off",), fresh=True),
 )
 SHAPE_NAMES = tuple(s.name for s in SHAPES)
 
@@ -110,7 +133,21 @@ def table_setup(name: str, config: Config, sizes: Sizes) -> list[str]:
                 f"INSERT INTO {t} SELECT g, g % 1000, (g::bigint * 7919 % 10007)::int, md5(g::text) "
                 f"FROM generate_series(1, {sizes.facts_rows}) g",
                 f"CREATE INDEX ON {t} (grp, id)",
+                f"CREATE INDEX ON {t} (v)",
+                # PARALLEL RESTRICTED, as the docs ask of a function reading a temp table: it runs
+                # above the Gather, in the leader, while the workers read the same table.
+                f"CREATE FUNCTION {t}_v_of(k int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED "
+                f"AS 'BEGIN RETURN (SELECT v FROM {t} WHERE id = k); END'"]
+    if name == "small":
+        return [f"CREATE {kind} TABLE {t} (id int PRIMARY KEY, grp int NOT NULL, v int NOT NULL)",
+                f"INSERT INTO {t} SELECT g, g % 10, g % 1000 FROM generate_series(1, {sizes.small_rows}) g",
                 f"CREATE INDEX ON {t} (v)"]
+    if name == "fresh":
+        # Not vacuumed: every page as the load left it, dirty in the pool.
+        return [f"DROP TABLE IF EXISTS {t}",
+                f"CREATE {kind} TABLE {t} (id int PRIMARY KEY, v int NOT NULL, note text)",
+                f"INSERT INTO {t} SELECT g, g % 1000, md5(g::text) FROM generate_series(1, {sizes.facts_rows}) g",
+                f"ANALYZE {t}"]
     if name == "parts":
         # A partitioned table has no storage: UNLOGGED applies to its partitions (PostgreSQL 18
         # refuses UNLOGGED on the parent); a temporary parent needs temporary partitions.
