@@ -31,6 +31,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "utils/rel.h"
+#include "utils/spccache.h"
 
 #include "pg_tempbuf.h"
 #include "planner_int.h"
@@ -99,13 +100,21 @@ price_index_flush(IndexOptInfo *index, TbScanPrice *price)
 
 /*
  * What a participant's private reads of the pages an unparameterized index
- * path touches cost beyond core's price: each page once (page_source.c
+ * path touches change in core's price: each page once (page_source.c
  * caches them), like the Temp Seq Scan's private reads.  Such a scan under
  * Gather runs whole in every participant, and core prices a correlated one
  * at as little as seq_page_cost a page.  A parameterized path needs
  * nothing more: core prices each distinct page its loops touch at
  * random_page_cost (index_pages_fetched() in cost_index()), more than a
  * private read, and the participants of a partial join share the loops.
+ *
+ * A shared range's participants each read their share.  Core keeps a
+ * partial index path's page reads whole, for participants that share one
+ * disk; the pages the leader holds in local buffers come from none (as
+ * in cost_temp_scan()): each costs the one participant that reads it, so
+ * the part of core's price that is not theirs, at least seq_page_cost a
+ * page, comes off.  The range is shared a leaf at a time (btree_reader.c):
+ * a range of fewer leaves than participants is read by as many.
  */
 /*
  * A worker's private read of one page.  Under code that may prune pages in
@@ -121,7 +130,8 @@ private_read_page_cost(void)
 }
 
 static Cost
-private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_count)
+private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
+			  const TbScanPrice *price, double loop_count)
 {
 	IndexOptInfo *index = ipath->indexinfo;
 	double		tuples = ipath->indexselectivity * rel->tuples;
@@ -137,12 +147,18 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath, double loop_
 	index_pages = ceil(ipath->indexselectivity * index->pages);
 	reads = private_read_page_cost() * (heap_pages + index_pages);
 
-	/* A shared range: workers read their share, the leader its buffers. */
 	if (ipath->path.parallel_aware)
 	{
 		double		divisor = tb_parallel_divisor(ipath->path.parallel_workers);
+		double		sharers = Min(divisor, Max(1.0, index_pages));
+		double		resident = rel->pages > 0 ?
+			Min(1.0, price->resident_pages / (double) rel->pages) : 0.0;
+		double		spc_seq_page_cost;
 
+		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 		reads *= ipath->path.parallel_workers / divisor / divisor;
+		reads -= spc_seq_page_cost * (heap_pages + index_pages) * resident *
+			(1.0 - 1.0 / sharers);
 	}
 	return reads;
 }
@@ -223,7 +239,7 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 					 const TbScanPrice *price, double loop_count)
 {
 	return make_wrapping_path(rel, &ipath->path, price,
-							  private_reads(root, rel, ipath, loop_count),
+							  private_reads(root, rel, ipath, price, loop_count),
 							  loop_count, &temp_index_path_methods);
 }
 

@@ -149,3 +149,24 @@ def test_fresh_indexed_table_first_index_query_writes_nothing(preloaded_cluster:
         assert node["Pages Flushed"] == 0 and node["Workers Launched"] > 0, node
         parallel, serial = index_scan_both_ways(conn)
         assert parallel == serial
+
+
+def test_fresh_million_row_table_first_range_query_at_default_costs(preloaded_cluster: Any) -> None:
+    """The issue's case at default costs: a 1M-row table just loaded and indexed, seq scans off,
+    a 600,000-row range.  Its pages in local buffers come off core's undivided price of a
+    partial index path, so the planner runs the range in workers, as core does for an UNLOGGED
+    copy of the table, and nothing is flushed; the rows are the serial plan's."""
+    query = "SELECT count(*), sum(v), max(s) FROM f WHERE id BETWEEN 100000 AND 700000"
+    with preloaded_cluster.connect(options="-c temp_buffers=512MB") as conn:
+        conn.execute("SET max_parallel_workers_per_gather = 2")
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
+        conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 1000000) g")
+        conn.execute("ANALYZE f")
+        node = temp_index_scan_under_gather(conn, query)
+        assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
+        assert node["Pages Flushed"] == 0, node
+        conn.execute("SET pg_tempbuf.parallel_scan = off")
+        serial = conn.execute(query).fetchall()
+        conn.execute("SET pg_tempbuf.parallel_scan = on")
+        assert conn.execute(query).fetchall() == serial
