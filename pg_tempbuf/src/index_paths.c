@@ -244,14 +244,20 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 }
 
 /*
- * A shared range's workers copy the pages the leader holds out of its
- * memory where this system lets them (page_source.c), as a partial Temp
- * Seq Scan's do: the pages they read from the files are then the ones
- * not in local buffers, on disk already, and nothing is written.  A worker
- * the system refuses takes no part of the range.  Not under code that may
- * read the table in the leader, which could prune a page while a worker
- * copies it.
+ * A shared range's workers, and a partial bitmap scan's, copy the pages
+ * the leader holds out of its memory where this system lets them
+ * (leader_pages.c), as a partial Temp Seq Scan's do: the pages they read
+ * from the files are then the ones not in local buffers, on disk already,
+ * and nothing is written.  A worker the system refuses takes no part of
+ * the scan.  Not under code that may read the table in the leader, which
+ * could prune a page while a worker copies it.
  */
+static bool
+leader_copies_possible(void)
+{
+	return tb_leader_pages_readable() && !tb_planning.runs_opaque_code;
+}
+
 static CustomPath *
 make_partial_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 							 const TbScanPrice *price)
@@ -259,7 +265,7 @@ make_partial_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipat
 	TbScanPrice nothing_to_write = *price;
 	TempIndexPath *tpath;
 
-	if (!tb_leader_pages_readable() || tb_planning.runs_opaque_code)
+	if (!leader_copies_possible())
 		return make_temp_index_path(root, rel, ipath, price, 1.0);
 	nothing_to_write.dirty_pages = 0;
 	nothing_to_write.known_clean = true;
@@ -456,12 +462,25 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 																  bpath->bitmapqual,
 																  NULL, 1.0, workers);
 
+				TbScanPrice partial_price = bitmap_price;
+				bool		copies = leader_copies_possible() &&
+					list_length(indexoids) < TB_LEADER_PAGES_MAX_RELS;
+				TempIndexPath *tpath;
+
+				/* As make_partial_temp_index_path(): copies, nothing written. */
+				if (copies)
+				{
+					partial_price.dirty_pages = 0;
+					partial_price.known_clean = true;
+				}
 				/* Each participant reads its share of the heap pages. */
 				reads = private_read_page_cost() *
 					(heap_pages / tb_parallel_divisor(workers) + index_pages);
-				add_partial_path(rel, &make_wrapping_path(rel, &partial->path,
-														  &bitmap_price, reads, 1.0,
-														  &temp_bitmap_path_methods)->path);
+				tpath = (TempIndexPath *) make_wrapping_path(rel, &partial->path,
+															 &partial_price, reads, 1.0,
+															 &temp_bitmap_path_methods);
+				tpath->leader_copies = copies;
+				add_partial_path(rel, &tpath->cpath.path);
 			}
 		}
 
@@ -532,5 +551,6 @@ plan_temp_bitmap_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 
 	return tb_make_temp_bitmap_scan_plan(castNode(BitmapHeapScan, stock), tlist,
 										 tpath->est_dirty_pages,
-										 tpath->est_flush_cost);
+										 tpath->est_flush_cost,
+										 tpath->leader_copies);
 }

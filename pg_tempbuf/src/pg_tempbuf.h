@@ -195,6 +195,33 @@ extern void tb_page_source_copy_leader(Relation rel, pid_t leader_pid,
 									   const TbLeaderPage *pages, int npages,
 									   char *dest, bool *valid);
 
+/*
+ * leader_pages.c: the pages of a scan's relations the leader holds, listed
+ * in the query's DSM for workers to copy
+ */
+#define TB_LEADER_PAGES_MAX_RELS	8	/* a table and its indexes */
+
+typedef struct TbLeaderPageList TbLeaderPageList;
+
+/* The leader's side: what it listed, and its leave for workers to read it. */
+typedef struct TbLeaderPageSet
+{
+	int			nrels;
+	Oid			relids[TB_LEADER_PAGES_MAX_RELS];
+	TbResidentPage *resident[TB_LEADER_PAGES_MAX_RELS];
+	int			nresident[TB_LEADER_PAGES_MAX_RELS];
+	uint64		hold;			/* from tb_admit_workers() */
+} TbLeaderPageSet;
+
+extern Size tb_leader_page_list_size(int npages);
+extern Size tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels);
+extern void tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list);
+extern void tb_leader_pages_withheld(TbLeaderPageList *list);
+extern void tb_leader_pages_release(TbLeaderPageSet *set);
+extern bool tb_leader_pages_usable(const TbLeaderPageList *list);
+extern void tb_leader_pages_attach(const TbLeaderPageList *list, Oid relid,
+								   TbPageSource *src);
+
 /* random: by block number, through a small cache of copies */
 extern void tb_page_source_guard_file_reads(void);
 extern void tb_page_source_copy_from_leader(TbPageSource *src, Oid relid,
@@ -375,7 +402,8 @@ extern void tb_temp_bitmap_scan_mark_guard_reads(CustomScan *cscan);
 extern Plan *tb_temp_bitmap_scan_stock_plan(CustomScan *cscan);
 extern Plan *tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 										   int est_dirty_pages,
-										   double est_flush_cost);
+										   double est_flush_cost,
+										   bool leader_copies);
 
 /*
  * planner.c: hooks that offer the paths (the planner's other files and

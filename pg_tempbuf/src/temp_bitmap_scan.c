@@ -28,7 +28,9 @@
  * as the tree says, then reads the heap pages it names through
  * page_source.c: the leader its local buffers, workers the files, which
  * the leader flushes (table, every index, toast) when the executor runs
- * the plan, before Gather launches anyone.  Rows are found as the Temp
+ * the plan, before Gather launches anyone.  The partial form's workers
+ * may instead copy the pages of the table and its indexes that the leader
+ * holds out of its memory (leader_pages.c): then the leader writes none.  Rows are found as the Temp
  * Index Scan finds them (tb_heap_hot_search(), tb_heap_rows_store()).
  *
  *-------------------------------------------------------------------------
@@ -64,6 +66,7 @@ enum
 	TBP_EST_DIRTY_PAGES,		/* planner's view of the pages to flush */
 	TBP_EST_FLUSH_COST,
 	TBP_GUARD_READS,			/* the leader may prune: workers compare file reads */
+	TBP_LEADER_COPIES,			/* partial: workers copy the leader's pages */
 	TBP_NUM_MEMBERS
 };
 
@@ -98,7 +101,9 @@ typedef struct BitmapScanCounts
 /*
  * The partial form's state in the query's DSM: the one bitmap, built by
  * whoever gets there first, and the workers' counts, which each leaves
- * when its scan ends and the leader adds up before the segment goes.
+ * when its scan ends and the leader adds up before the segment goes;
+ * with TBP_LEADER_COPIES, after them, the leader's pages of the table and
+ * its indexes (leader_pages.c).
  */
 typedef enum SharedBitmapPhase
 {
@@ -146,6 +151,11 @@ typedef struct TempBitmapScanState
 
 	BitmapScanCounts mine;		/* for EXPLAIN, this process's */
 	TbWorkerTotals worker_totals;	/* leader */
+
+	bool		plan_copies;	/* TBP_LEADER_COPIES: the segment has a TbLeaderPageList */
+	bool		leader_copies;	/* leader: and the system lets workers copy */
+	bool		stays_out;		/* worker: takes no part of the scan */
+	TbLeaderPageSet leader_pages;	/* leader: listed for the workers */
 } TempBitmapScanState;
 
 static Node *bitmap_scan_create_state(CustomScan *cscan);
@@ -215,7 +225,8 @@ tb_temp_bitmap_scan_stock_plan(CustomScan *cscan)
 
 Plan *
 tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
-							  int est_dirty_pages, double est_flush_cost)
+							  int est_dirty_pages, double est_flush_cost,
+							  bool leader_copies)
 {
 	CustomScan *cscan = makeNode(CustomScan);
 
@@ -225,9 +236,10 @@ tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(stock->bitmapqualorig);
-	cscan->custom_private = list_make3(makeInteger(est_dirty_pages),
+	cscan->custom_private = list_make4(makeInteger(est_dirty_pages),
 									   makeString(psprintf("%.2f", est_flush_cost)),
-									   makeInteger(false));
+									   makeInteger(false),	/* TBP_GUARD_READS */
+									   makeInteger(leader_copies));
 	cscan->methods = &bitmap_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -245,6 +257,8 @@ bitmap_scan_create_state(CustomScan *cscan)
 	bs->run.est_dirty_pages = intVal(list_nth(cscan->custom_private, TBP_EST_DIRTY_PAGES));
 	bs->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TBP_EST_FLUSH_COST)), NULL);
+	bs->plan_copies = intVal(list_nth(cscan->custom_private, TBP_LEADER_COPIES));
+	bs->leader_copies = bs->plan_copies && !IsParallelWorker() && tb_leader_pages_readable();
 	return (Node *) bs;
 }
 
@@ -347,13 +361,18 @@ bitmap_scan_flush(CustomScanState *node)
 	int64		pages;
 	ListCell   *lc;
 
-	pages = tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
-	foreach(lc, bs->indexes)
+	/* Workers that copy the pages the leader holds need none written. */
+	pages = 0;
+	if (!bs->leader_copies)
 	{
-		BitmapSource *src = lfirst(lc);
-		TbRelFileId index_file = TbRelationFileId(src->index);
+		pages += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
+		foreach(lc, bs->indexes)
+		{
+			BitmapSource *src = lfirst(lc);
+			TbRelFileId index_file = TbRelationFileId(src->index);
 
-		pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+			pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+		}
 	}
 	pages += tb_toast_flush(rel);
 	return pages;
@@ -526,6 +545,8 @@ bitmap_scan_next(ScanState *ss)
 
 	/* A leader that has not run the plan yet (a subplan, say): nothing read. */
 	tb_scan_run_flush_armed(&bs->run, &bs->css);
+	if (bs->stays_out)
+		return ExecClearTuple(slot);
 	if (!bs->built)
 		start_bitmap(bs);
 
@@ -589,6 +610,7 @@ bitmap_scan_end(CustomScanState *node)
 	ListCell   *lc;
 
 	tb_scan_run_end(&bs->run);
+	tb_leader_pages_release(&bs->leader_pages);
 	if (bs->heap_pages)
 		tb_page_source_close(bs->heap_pages);
 	tb_heap_rows_end(&bs->rows);
@@ -637,13 +659,53 @@ describe_source(BitmapSource *src, StringInfo out, bool nested)
 
 /*
  * The partial form's DSM chunk: the shared bitmap, then the workers'
- * counts.  Without one (Gather running no worker) the leader scans alone.
+ * counts, then, with copies, the leader's pages of the table and its
+ * indexes, listed now.  Without one (Gather running no worker) the leader
+ * scans alone.
  */
+static Size
+shared_bitmap_size(int nworkers)
+{
+	return MAXALIGN(add_size(offsetof(SharedBitmap, counts),
+							 mul_size(sizeof(BitmapScanCounts), nworkers)));
+}
+
+static TbLeaderPageList *
+leader_page_list(SharedBitmap *shared)
+{
+	return (TbLeaderPageList *) ((char *) shared + shared_bitmap_size(shared->nworkers));
+}
+
 static Size
 bitmap_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
-	return add_size(offsetof(SharedBitmap, counts),
-					mul_size(sizeof(BitmapScanCounts), pcxt->nworkers));
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	Size		size = shared_bitmap_size(pcxt->nworkers);
+	Relation	rels[TB_LEADER_PAGES_MAX_RELS];
+	int			nrels = 0;
+	ListCell   *lc;
+
+	if (!bs->plan_copies)
+		return size;
+	if (!bs->leader_copies)
+		return add_size(size, tb_leader_page_list_size(0));
+	rels[nrels++] = bs->css.ss.ss_currentRelation;
+	/* Each index once (a tree may scan one twice); the planner saw to their number. */
+	foreach(lc, bs->indexes)
+	{
+		Relation	index = ((BitmapSource *) lfirst(lc))->index;
+		bool		listed = false;
+
+		for (int i = 1; i < nrels; i++)
+			listed |= RelationGetRelid(rels[i]) == RelationGetRelid(index);
+		if (listed)
+			continue;
+		if (nrels == TB_LEADER_PAGES_MAX_RELS)
+			elog(ERROR, "Temp Bitmap Heap Scan of \"%s\" reads more indexes than it can list",
+				 RelationGetRelationName(bs->css.ss.ss_currentRelation));
+		rels[nrels++] = index;
+	}
+	return add_size(size, tb_leader_pages_collect(&bs->leader_pages, rels, nrels));
 }
 
 static void
@@ -660,6 +722,10 @@ bitmap_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counts, 0, sizeof(BitmapScanCounts) * pcxt->nworkers);
 	bs->shared = shared;
+	if (bs->leader_copies)
+		tb_leader_pages_share(&bs->leader_pages, leader_page_list(shared));
+	else if (bs->plan_copies)
+		tb_leader_pages_withheld(leader_page_list(shared));
 }
 
 /* Leader: add the workers' counts to its totals, for EXPLAIN. */
@@ -695,7 +761,23 @@ static void
 bitmap_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 							  void *coordinate)
 {
-	((TempBitmapScanState *) node)->shared = (SharedBitmap *) coordinate;
+	TempBitmapScanState *bs = (TempBitmapScanState *) node;
+	TbLeaderPageList *list;
+	ListCell   *lc;
+
+	bs->shared = (SharedBitmap *) coordinate;
+	if (!bs->plan_copies)
+		return;
+	list = leader_page_list(bs->shared);
+	bs->stays_out = !tb_leader_pages_usable(list);
+	tb_leader_pages_attach(list, RelationGetRelid(bs->css.ss.ss_currentRelation),
+						   bs->heap_pages);
+	foreach(lc, bs->indexes)
+	{
+		BitmapSource *src = lfirst(lc);
+
+		tb_leader_pages_attach(list, RelationGetRelid(src->index), src->pages);
+	}
 }
 
 /*

@@ -99,21 +99,9 @@ typedef struct IndexScanWorkerCounts
 
 /*
  * With TIP_LEADER_COPIES, after the counts: the pages of the table and of
- * the index that the leader held when the workers were launched, which
- * they copy from its memory (page_source.c), the table's first.  The
- * leader writes nothing for them, so a worker that cannot copy must read
- * nothing: it takes no part of the range (workers_stay_out, or its own
- * try at a copy refused).
+ * the index the leader held when the workers were launched, which they
+ * copy from its memory (leader_pages.c).
  */
-typedef struct LeaderPageList
-{
-	bool		copies;			/* false: the leader flushed, workers read files */
-	pid_t		leader_pid;
-	bool		workers_stay_out;	/* the leader could not admit them */
-	int			nheap;
-	int			nindex;
-	TbLeaderPage pages[FLEXIBLE_ARRAY_MEMBER];
-} LeaderPageList;
 
 typedef struct TempIndexScanState
 {
@@ -126,14 +114,10 @@ typedef struct TempIndexScanState
 	bool		index_only;
 	bool		leader_only;	/* TIP_LEADER_ONLY */
 	bool		guard_reads;	/* TIP_GUARD_READS */
-	bool		plan_copies;	/* TIP_LEADER_COPIES: the segment has a LeaderPageList */
+	bool		plan_copies;	/* TIP_LEADER_COPIES: the segment has a TbLeaderPageList */
 	bool		leader_copies;	/* leader: and the system lets workers copy */
 	bool		stays_out;		/* worker: takes no part of the range */
-	uint64		ptracer_hold;	/* leader: from tb_admit_workers() */
-	TbResidentPage *heap_resident;	/* leader: listed for the workers */
-	int			nheap_resident;
-	TbResidentPage *index_resident;
-	int			nindex_resident;
+	TbLeaderPageSet leader_pages;	/* leader: listed for the workers */
 	bool		hazard_served;	/* pg_tempbuf.debug_hazard, leader */
 	bool		backward;		/* the stock plan's indexorderdir */
 	ExprState  *index_conds;	/* indexqualorig, for rows of a wide range */
@@ -533,8 +517,7 @@ index_scan_end(CustomScanState *node)
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
 	tb_scan_run_end(&is->run);
-	tb_dismiss_workers(is->ptracer_hold);
-	is->ptracer_hold = 0;
+	tb_leader_pages_release(&is->leader_pages);
 	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);
@@ -572,85 +555,27 @@ worker_counts_size(int nworkers)
 							 mul_size(sizeof(IndexScanCounts), nworkers)));
 }
 
-static LeaderPageList *
+static TbLeaderPageList *
 leader_page_list(void *coordinate, int nworkers)
 {
-	return (LeaderPageList *) ((char *) coordinate + worker_counts_size(nworkers));
+	return (TbLeaderPageList *) ((char *) coordinate + worker_counts_size(nworkers));
 }
 
-/*
- * Leader: the pages of the table and of the index it holds now, listed for
- * the workers.  Nothing runs between this and index_scan_initialize_dsm(),
- * which copies the list into the segment sized here.
- */
+/* Leader: the pages of the table and of the index it holds now, listed for the workers. */
 static Size
 index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	TempIndexScanState *is = (TempIndexScanState *) node;
 	Size		size = worker_counts_size(pcxt->nworkers);
+	Relation	rels[2];
 
 	if (!is->plan_copies)
 		return size;
 	if (!is->leader_copies)
-		return add_size(size, offsetof(LeaderPageList, pages));
-	is->heap_resident = tb_resident_pages(TbRelationFileId(is->css.ss.ss_currentRelation),
-										  MAIN_FORKNUM, &is->nheap_resident);
-	is->index_resident = tb_resident_pages(TbRelationFileId(is->index), MAIN_FORKNUM,
-										   &is->nindex_resident);
-	return add_size(size, add_size(offsetof(LeaderPageList, pages),
-								   mul_size(sizeof(TbLeaderPage),
-											is->nheap_resident + is->nindex_resident)));
-}
-
-static void
-list_leader_pages(TbLeaderPage *to, const TbResidentPage *resident, int n)
-{
-	for (int i = 0; i < n; i++)
-	{
-		to[i].blkno = resident[i].blkno;
-		tb_local_buffer_addresses(resident[i].buf_id, &to[i].page_addr, &to[i].desc_addr);
-	}
-}
-
-/* Leader: the list, and the system's leave for workers to read this backend. */
-static void
-share_leader_pages(TempIndexScanState *is, LeaderPageList *list)
-{
-	const char *reason;
-
-	list->copies = true;
-	list->leader_pid = MyProcPid;
-	list->nheap = is->nheap_resident;
-	list->nindex = is->nindex_resident;
-	list_leader_pages(list->pages, is->heap_resident, is->nheap_resident);
-	list_leader_pages(list->pages + is->nheap_resident, is->index_resident,
-					  is->nindex_resident);
-	list->workers_stay_out = false;
-	if (is->ptracer_hold == 0 && !tb_admit_workers(&is->ptracer_hold, &reason))
-		list->workers_stay_out = true;
-}
-
-/*
- * Worker: copy the listed pages, or take no part if the system refuses a
- * copy (tried once, on the first listed descriptor).
- */
-static void
-use_leader_pages(TempIndexScanState *is, LeaderPageList *list)
-{
-	if (!list->copies)
-		return;
-	if (list->workers_stay_out ||
-		(list->nheap + list->nindex > 0 &&
-		 tb_page_source_leader_errno(list->leader_pid, list->pages[0].desc_addr) != 0))
-	{
-		is->stays_out = true;
-		return;
-	}
-	tb_page_source_copy_from_leader(is->pages, RelationGetRelid(is->css.ss.ss_currentRelation),
-									list->pages, list->nheap, list->leader_pid);
-	tb_page_source_copy_from_leader(is->pages, RelationGetRelid(is->index),
-									list->pages + list->nheap, list->nindex,
-									list->leader_pid);
+		return add_size(size, tb_leader_page_list_size(0));
+	rels[0] = is->css.ss.ss_currentRelation;
+	rels[1] = is->index;
+	return add_size(size, tb_leader_pages_collect(&is->leader_pages, rels, 2));
 }
 
 static void
@@ -667,9 +592,9 @@ index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	is->worker_counts->nworkers = pcxt->nworkers;
 	memset(is->worker_counts->counts, 0, sizeof(IndexScanCounts) * pcxt->nworkers);
 	if (is->leader_copies)
-		share_leader_pages(is, leader_page_list(coordinate, pcxt->nworkers));
+		tb_leader_pages_share(&is->leader_pages, leader_page_list(coordinate, pcxt->nworkers));
 	else if (is->plan_copies)
-		leader_page_list(coordinate, pcxt->nworkers)->copies = false;
+		tb_leader_pages_withheld(leader_page_list(coordinate, pcxt->nworkers));
 }
 
 /* Worker: leave its counts where the leader finds them. */
@@ -719,7 +644,13 @@ index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 	tb_btree_scan_share(is->btree, coordinate);
 	is->worker_counts = worker_counts(coordinate);
 	if (is->plan_copies)
-		use_leader_pages(is, leader_page_list(coordinate, is->worker_counts->nworkers));
+	{
+		TbLeaderPageList *list = leader_page_list(coordinate, is->worker_counts->nworkers);
+
+		is->stays_out = !tb_leader_pages_usable(list);
+		tb_leader_pages_attach(list, RelationGetRelid(is->css.ss.ss_currentRelation), is->pages);
+		tb_leader_pages_attach(list, RelationGetRelid(is->index), is->pages);
+	}
 	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{
 		tb_mid_read_hook = tb_hazard_worker_meets;

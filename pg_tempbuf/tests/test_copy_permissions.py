@@ -125,6 +125,29 @@ def test_denied_copies_keep_index_scan_workers_out(denied_cluster: Cluster) -> N
     assert " ERROR: " not in denied_cluster.server_log()
 
 
+def test_denied_copies_keep_bitmap_scan_workers_out(denied_cluster: Cluster) -> None:
+    """As the Temp Index Scan: a partial Temp Bitmap Heap Scan that workers may copy for writes
+    nothing; a worker the system refuses takes no part (no bitmap built, no heap block read by
+    it), and the leader reads every block: exact, nothing flushed."""
+    query = "SELECT count(*), sum(id), max(s) FROM t WHERE id < 20000 OR length(s) < 31"
+    with denied_cluster.connect(options="-c temp_buffers=512MB") as conn:
+        force_parallel(conn)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_indexscan = off")
+        new_table(conn, DENIED_ROWS)
+        conn.execute("CREATE INDEX ON t (id)")
+        conn.execute("CREATE INDEX ON t (length(s))")
+        conn.execute("ANALYZE t")
+        gather = gather_node(conn, query)
+        assert gather["Workers Launched"] > 0
+        (scan,) = [n for n in iter_nodes(gather) if n.get("Custom Plan Provider") == "Temp Bitmap Heap Scan"]
+        assert scan["Parallel Aware"] and scan["Pages Flushed"] == 0, scan
+        assert worker_counts(scan, "Exact Heap Blocks") == 0, scan
+        assert worker_counts(scan, "Index Entries") == 0, scan
+        assert conn.execute(query).fetchall() == serial(conn, query)
+    assert " ERROR: " not in denied_cluster.server_log()
+
+
 def iter_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("Plans", []):

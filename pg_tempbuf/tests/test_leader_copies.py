@@ -170,3 +170,54 @@ def test_fresh_million_row_table_first_range_query_at_default_costs(preloaded_cl
         serial = conn.execute(query).fetchall()
         conn.execute("SET pg_tempbuf.parallel_scan = on")
         assert conn.execute(query).fetchall() == serial
+
+
+# -- a partial Temp Bitmap Heap Scan ------------------------------------------------------------
+
+BITMAP_QUERY = "SELECT count(*), sum(v), max(s) FROM f WHERE id < 30000 OR v < 40"
+
+
+def bitmap_scan_under_gather(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
+    """The Temp Bitmap Heap Scan node of one EXPLAIN ANALYZE of sql, with its Gather's Workers Launched."""
+    row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()
+    assert row is not None
+    found: list[dict[str, Any]] = []
+
+    def walk(node: dict[str, Any], launched: int | None) -> None:
+        if node.get("Node Type", "").startswith("Gather"):
+            launched = node.get("Workers Launched", 0)
+        if node.get("Custom Plan Provider") == "Temp Bitmap Heap Scan" and launched is not None:
+            found.append({**node, "Workers Launched": launched})
+        for child in node.get("Plans", []):
+            walk(child, launched)
+
+    walk(row[0][0]["Plan"], None)
+    assert len(found) == 1, row[0]
+    return found[0]
+
+
+@pytest.mark.parametrize("pool", ["256MB", "4MB"], ids=["resident", "evicting"])
+def test_fresh_indexed_table_first_bitmap_query_writes_nothing(preloaded_cluster: Any, pool: str) -> None:
+    """A table just loaded with two indexes, every page dirty: a BitmapOr over both runs as a
+    partial Temp Bitmap Heap Scan whose participants copy the table's and the indexes' pages the
+    leader holds (whoever builds the bitmap reads both indexes) and read the others from the
+    file; nothing is flushed, the workers read heap blocks, the rows are the serial plan's, also
+    after an UPDATE leaves new row versions in dirty pages only the leader holds."""
+    with preloaded_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
+        force_parallel(conn)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_indexscan = off")
+        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
+        conn.execute("CREATE INDEX ON f (v)")
+        conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 200000) g")
+        conn.execute("ANALYZE f")
+        for _ in range(2):
+            node = bitmap_scan_under_gather(conn, BITMAP_QUERY)
+            assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
+            assert node["Pages Flushed"] == 0, node
+            assert worker_counts(node, "Exact Heap Blocks") > 0, node
+            conn.execute("SET pg_tempbuf.parallel_scan = off")
+            serial = conn.execute(BITMAP_QUERY).fetchall()
+            conn.execute("SET pg_tempbuf.parallel_scan = on")
+            assert conn.execute(BITMAP_QUERY).fetchall() == serial
+            conn.execute("UPDATE f SET v = v + 1, s = 'x' || s WHERE id % 7 = 0")
