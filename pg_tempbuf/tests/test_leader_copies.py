@@ -99,8 +99,9 @@ def test_copy_from_leader_off_makes_the_leader_write(preloaded_cluster: Any) -> 
 INDEX_QUERY = "SELECT count(*), sum(v), max(s) FROM f WHERE id BETWEEN 20001 AND 170000"
 
 
-def temp_index_scan_under_gather(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
-    """The Temp Index Scan node of one EXPLAIN ANALYZE of sql, with its Gather's Workers Launched."""
+def temp_index_scan_under_gather(conn: psycopg.Connection[Any], sql: str,
+                                 provider: str = "Temp Index Scan") -> dict[str, Any]:
+    """Our provider's node of one EXPLAIN ANALYZE of sql, with its Gather's Workers Launched."""
     row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()
     assert row is not None
     found: list[dict[str, Any]] = []
@@ -108,7 +109,7 @@ def temp_index_scan_under_gather(conn: psycopg.Connection[Any], sql: str) -> dic
     def walk(node: dict[str, Any], launched: int | None) -> None:
         if node.get("Node Type", "").startswith("Gather"):
             launched = node.get("Workers Launched", 0)
-        if node.get("Custom Plan Provider") == "Temp Index Scan" and launched is not None:
+        if node.get("Custom Plan Provider") == provider and launched is not None:
             found.append({**node, "Workers Launched": launched})
         for child in node.get("Plans", []):
             walk(child, launched)
@@ -177,25 +178,6 @@ def test_fresh_million_row_table_first_range_query_at_default_costs(preloaded_cl
 BITMAP_QUERY = "SELECT count(*), sum(v), max(s) FROM f WHERE id < 30000 OR v < 40"
 
 
-def bitmap_scan_under_gather(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
-    """The Temp Bitmap Heap Scan node of one EXPLAIN ANALYZE of sql, with its Gather's Workers Launched."""
-    row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()
-    assert row is not None
-    found: list[dict[str, Any]] = []
-
-    def walk(node: dict[str, Any], launched: int | None) -> None:
-        if node.get("Node Type", "").startswith("Gather"):
-            launched = node.get("Workers Launched", 0)
-        if node.get("Custom Plan Provider") == "Temp Bitmap Heap Scan" and launched is not None:
-            found.append({**node, "Workers Launched": launched})
-        for child in node.get("Plans", []):
-            walk(child, launched)
-
-    walk(row[0][0]["Plan"], None)
-    assert len(found) == 1, row[0]
-    return found[0]
-
-
 @pytest.mark.parametrize("pool", ["256MB", "4MB"], ids=["resident", "evicting"])
 def test_fresh_indexed_table_first_bitmap_query_writes_nothing(preloaded_cluster: Any, pool: str) -> None:
     """A table just loaded with two indexes, every page dirty: a BitmapOr over both runs as a
@@ -212,7 +194,7 @@ def test_fresh_indexed_table_first_bitmap_query_writes_nothing(preloaded_cluster
         conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 200000) g")
         conn.execute("ANALYZE f")
         for _ in range(2):
-            node = bitmap_scan_under_gather(conn, BITMAP_QUERY)
+            node = temp_index_scan_under_gather(conn, BITMAP_QUERY, "Temp Bitmap Heap Scan")
             assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
             assert node["Pages Flushed"] == 0, node
             assert worker_counts(node, "Exact Heap Blocks") > 0, node
