@@ -258,18 +258,28 @@ leader_copies_possible(void)
 	return tb_leader_pages_readable() && !tb_planning.runs_opaque_code;
 }
 
+/* price, with none of its pages to write: the workers copy them. */
+static TbScanPrice
+nothing_to_write(const TbScanPrice *price)
+{
+	TbScanPrice copied = *price;
+
+	copied.dirty_pages = 0;
+	copied.known_clean = true;
+	return copied;
+}
+
 static CustomPath *
 make_partial_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 							 const TbScanPrice *price)
 {
-	TbScanPrice nothing_to_write = *price;
+	TbScanPrice copied;
 	TempIndexPath *tpath;
 
 	if (!leader_copies_possible())
 		return make_temp_index_path(root, rel, ipath, price, 1.0);
-	nothing_to_write.dirty_pages = 0;
-	nothing_to_write.known_clean = true;
-	tpath = (TempIndexPath *) make_temp_index_path(root, rel, ipath, &nothing_to_write, 1.0);
+	copied = nothing_to_write(price);
+	tpath = (TempIndexPath *) make_temp_index_path(root, rel, ipath, &copied, 1.0);
 	tpath->leader_copies = true;
 	return &tpath->cpath;
 }
@@ -462,17 +472,11 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 																  bpath->bitmapqual,
 																  NULL, 1.0, workers);
 
-				TbScanPrice partial_price = bitmap_price;
 				bool		copies = leader_copies_possible() &&
 					list_length(indexoids) < TB_LEADER_PAGES_MAX_RELS;
+				TbScanPrice partial_price = copies ? nothing_to_write(&bitmap_price) : bitmap_price;
 				TempIndexPath *tpath;
 
-				/* As make_partial_temp_index_path(): copies, nothing written. */
-				if (copies)
-				{
-					partial_price.dirty_pages = 0;
-					partial_price.known_clean = true;
-				}
 				/* Each participant reads its share of the heap pages. */
 				reads = private_read_page_cost() *
 					(heap_pages / tb_parallel_divisor(workers) + index_pages);

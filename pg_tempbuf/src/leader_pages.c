@@ -23,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "miscadmin.h"
 #include "utils/rel.h"
 
@@ -39,42 +40,75 @@ struct TbLeaderPageList
 	TbLeaderPage pages[FLEXIBLE_ARRAY_MEMBER];	/* relids[0]'s, relids[1]'s, ... */
 };
 
-/* The size of a list of npages pages. */
-Size
-tb_leader_page_list_size(int npages)
+static Size
+page_list_size(int npages)
 {
 	return add_size(offsetof(TbLeaderPageList, pages),
 					mul_size(sizeof(TbLeaderPage), npages));
 }
 
 /*
- * Leader: list the pages of rels it holds now, and the size of their list
- * in the DSM.
+ * At the scan's start, in every participant: does this process list pages
+ * for workers?  The leader of a plan made for copies, where the system
+ * still lets workers read its memory; otherwise its workers read the files
+ * it writes.
+ */
+void
+tb_leader_pages_init(TbLeaderPageSet *set, bool planned)
+{
+	set->copies = planned && !IsParallelWorker() && tb_leader_pages_readable();
+}
+
+/*
+ * Leader: list the pages it holds now of rels (each relation once), and
+ * the size of their list in the DSM; an empty list where it lists none.
  */
 Size
 tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels)
 {
 	int			total = 0;
 
-	Assert(nrels <= TB_LEADER_PAGES_MAX_RELS);
-	set->nrels = nrels;
+	set->nrels = 0;
+	if (!set->copies)
+		return page_list_size(0);
 	for (int i = 0; i < nrels; i++)
 	{
-		set->relids[i] = RelationGetRelid(rels[i]);
-		set->resident[i] = tb_resident_pages(TbRelationFileId(rels[i]), MAIN_FORKNUM,
-											 &set->nresident[i]);
-		total += set->nresident[i];
+		Oid			relid = RelationGetRelid(rels[i]);
+		int			n = set->nrels;
+		bool		listed = false;
+
+		for (int j = 0; j < n; j++)
+			listed |= set->relids[j] == relid;
+		if (listed)
+			continue;
+		if (n == TB_LEADER_PAGES_MAX_RELS)
+			elog(ERROR, "a scan of \"%s\" reads more indexes than its workers can copy",
+				 RelationGetRelationName(rels[0]));
+		set->relids[n] = relid;
+		set->resident[n] = tb_resident_pages(TbRelationFileId(rels[i]), MAIN_FORKNUM,
+											 &set->nresident[n]);
+		total += set->nresident[n];
+		set->nrels++;
 	}
-	return tb_leader_page_list_size(total);
+	return page_list_size(total);
 }
 
-/* Leader: the list into the segment, and the system's leave for workers to read it. */
+/*
+ * Leader: the list into the segment, and the system's leave for workers to
+ * read it; or, where it lists none, word that workers read the files.
+ */
 void
 tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 {
 	TbLeaderPage *to = list->pages;
 	const char *reason;
 
+	if (!set->copies)
+	{
+		list->copies = false;
+		list->nrels = 0;
+		return;
+	}
 	list->copies = true;
 	list->leader_pid = MyProcPid;
 	list->nrels = set->nrels;
@@ -92,14 +126,6 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 	list->workers_stay_out = false;
 	if (set->hold == 0 && !tb_admit_workers(&set->hold, &reason))
 		list->workers_stay_out = true;
-}
-
-/* Leader: no list (the leader wrote the pages); workers read the files. */
-void
-tb_leader_pages_withheld(TbLeaderPageList *list)
-{
-	list->copies = false;
-	list->nrels = 0;
 }
 
 /* Leader, at the end of the scan: give back what tb_admit_workers() took. */

@@ -206,6 +206,7 @@ typedef struct TbLeaderPageList TbLeaderPageList;
 /* The leader's side: what it listed, and its leave for workers to read it. */
 typedef struct TbLeaderPageSet
 {
+	bool		copies;			/* the leader lists pages: it writes none */
 	int			nrels;
 	Oid			relids[TB_LEADER_PAGES_MAX_RELS];
 	TbResidentPage *resident[TB_LEADER_PAGES_MAX_RELS];
@@ -213,10 +214,9 @@ typedef struct TbLeaderPageSet
 	uint64		hold;			/* from tb_admit_workers() */
 } TbLeaderPageSet;
 
-extern Size tb_leader_page_list_size(int npages);
+extern void tb_leader_pages_init(TbLeaderPageSet *set, bool planned);
 extern Size tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels);
 extern void tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list);
-extern void tb_leader_pages_withheld(TbLeaderPageList *list);
 extern void tb_leader_pages_release(TbLeaderPageSet *set);
 extern bool tb_leader_pages_usable(const TbLeaderPageList *list);
 extern void tb_leader_pages_attach(const TbLeaderPageList *list, Oid relid,

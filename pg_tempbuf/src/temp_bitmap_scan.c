@@ -30,8 +30,9 @@
  * the leader flushes (table, every index, toast) when the executor runs
  * the plan, before Gather launches anyone.  The partial form's workers
  * may instead copy the pages of the table and its indexes that the leader
- * holds out of its memory (leader_pages.c): then the leader writes none.  Rows are found as the Temp
- * Index Scan finds them (tb_heap_hot_search(), tb_heap_rows_store()).
+ * holds out of its memory (leader_pages.c): then the leader writes none.
+ * Rows are found as the Temp Index Scan finds them (tb_heap_hot_search(),
+ * tb_heap_rows_store()).
  *
  *-------------------------------------------------------------------------
  */
@@ -153,7 +154,6 @@ typedef struct TempBitmapScanState
 	TbWorkerTotals worker_totals;	/* leader */
 
 	bool		plan_copies;	/* TBP_LEADER_COPIES: the segment has a TbLeaderPageList */
-	bool		leader_copies;	/* leader: and the system lets workers copy */
 	bool		stays_out;		/* worker: takes no part of the scan */
 	TbLeaderPageSet leader_pages;	/* leader: listed for the workers */
 } TempBitmapScanState;
@@ -258,7 +258,7 @@ bitmap_scan_create_state(CustomScan *cscan)
 	bs->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TBP_EST_FLUSH_COST)), NULL);
 	bs->plan_copies = intVal(list_nth(cscan->custom_private, TBP_LEADER_COPIES));
-	bs->leader_copies = bs->plan_copies && !IsParallelWorker() && tb_leader_pages_readable();
+	tb_leader_pages_init(&bs->leader_pages, bs->plan_copies);
 	return (Node *) bs;
 }
 
@@ -363,7 +363,7 @@ bitmap_scan_flush(CustomScanState *node)
 
 	/* Workers that copy the pages the leader holds need none written. */
 	pages = 0;
-	if (!bs->leader_copies)
+	if (!bs->leader_pages.copies)
 	{
 		pages += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
 		foreach(lc, bs->indexes)
@@ -681,31 +681,20 @@ bitmap_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	TempBitmapScanState *bs = (TempBitmapScanState *) node;
 	Size		size = shared_bitmap_size(pcxt->nworkers);
-	Relation	rels[TB_LEADER_PAGES_MAX_RELS];
+	Relation   *rels;
 	int			nrels = 0;
 	ListCell   *lc;
 
 	if (!bs->plan_copies)
 		return size;
-	if (!bs->leader_copies)
-		return add_size(size, tb_leader_page_list_size(0));
+	/* The table and its indexes (a tree may scan one twice: listed once). */
+	rels = palloc(sizeof(Relation) * (1 + list_length(bs->indexes)));
 	rels[nrels++] = bs->css.ss.ss_currentRelation;
-	/* Each index once (a tree may scan one twice); the planner saw to their number. */
 	foreach(lc, bs->indexes)
-	{
-		Relation	index = ((BitmapSource *) lfirst(lc))->index;
-		bool		listed = false;
-
-		for (int i = 1; i < nrels; i++)
-			listed |= RelationGetRelid(rels[i]) == RelationGetRelid(index);
-		if (listed)
-			continue;
-		if (nrels == TB_LEADER_PAGES_MAX_RELS)
-			elog(ERROR, "Temp Bitmap Heap Scan of \"%s\" reads more indexes than it can list",
-				 RelationGetRelationName(bs->css.ss.ss_currentRelation));
-		rels[nrels++] = index;
-	}
-	return add_size(size, tb_leader_pages_collect(&bs->leader_pages, rels, nrels));
+		rels[nrels++] = ((BitmapSource *) lfirst(lc))->index;
+	size = add_size(size, tb_leader_pages_collect(&bs->leader_pages, rels, nrels));
+	pfree(rels);
+	return size;
 }
 
 static void
@@ -722,10 +711,8 @@ bitmap_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counts, 0, sizeof(BitmapScanCounts) * pcxt->nworkers);
 	bs->shared = shared;
-	if (bs->leader_copies)
+	if (bs->plan_copies)
 		tb_leader_pages_share(&bs->leader_pages, leader_page_list(shared));
-	else if (bs->plan_copies)
-		tb_leader_pages_withheld(leader_page_list(shared));
 }
 
 /* Leader: add the workers' counts to its totals, for EXPLAIN. */

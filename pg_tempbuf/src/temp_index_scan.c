@@ -115,7 +115,6 @@ typedef struct TempIndexScanState
 	bool		leader_only;	/* TIP_LEADER_ONLY */
 	bool		guard_reads;	/* TIP_GUARD_READS */
 	bool		plan_copies;	/* TIP_LEADER_COPIES: the segment has a TbLeaderPageList */
-	bool		leader_copies;	/* leader: and the system lets workers copy */
 	bool		stays_out;		/* worker: takes no part of the range */
 	TbLeaderPageSet leader_pages;	/* leader: listed for the workers */
 	bool		hazard_served;	/* pg_tempbuf.debug_hazard, leader */
@@ -306,7 +305,7 @@ index_scan_create_state(CustomScan *cscan)
 	is->leader_only = intVal(list_nth(cscan->custom_private, TIP_LEADER_ONLY));
 	is->guard_reads = intVal(list_nth(cscan->custom_private, TIP_GUARD_READS));
 	is->plan_copies = intVal(list_nth(cscan->custom_private, TIP_LEADER_COPIES));
-	is->leader_copies = is->plan_copies && !IsParallelWorker() && tb_leader_pages_readable();
+	tb_leader_pages_init(&is->leader_pages, is->plan_copies);
 	return (Node *) is;
 }
 
@@ -373,7 +372,7 @@ index_scan_flush(CustomScanState *node)
 
 	/* Workers that copy the pages the leader holds need none written. */
 	pages = 0;
-	if (!is->leader_copies)
+	if (!is->leader_pages.copies)
 	{
 		pages += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
 		pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
@@ -571,8 +570,6 @@ index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 
 	if (!is->plan_copies)
 		return size;
-	if (!is->leader_copies)
-		return add_size(size, tb_leader_page_list_size(0));
 	rels[0] = is->css.ss.ss_currentRelation;
 	rels[1] = is->index;
 	return add_size(size, tb_leader_pages_collect(&is->leader_pages, rels, 2));
@@ -591,10 +588,8 @@ index_scan_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	is->hazard_served = false;
 	is->worker_counts->nworkers = pcxt->nworkers;
 	memset(is->worker_counts->counts, 0, sizeof(IndexScanCounts) * pcxt->nworkers);
-	if (is->leader_copies)
+	if (is->plan_copies)
 		tb_leader_pages_share(&is->leader_pages, leader_page_list(coordinate, pcxt->nworkers));
-	else if (is->plan_copies)
-		tb_leader_pages_withheld(leader_page_list(coordinate, pcxt->nworkers));
 }
 
 /* Worker: leave its counts where the leader finds them. */

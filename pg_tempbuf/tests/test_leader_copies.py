@@ -119,11 +119,22 @@ def temp_index_scan_under_gather(conn: psycopg.Connection[Any], sql: str,
     return found[0]
 
 
-def index_scan_both_ways(conn: psycopg.Connection[Any]) -> tuple[Any, Any]:
+def both_ways(conn: psycopg.Connection[Any], query: str) -> tuple[Any, Any]:
+    """query's rows with parallel_scan on, and with it off (the serial plan)."""
     conn.execute("SET pg_tempbuf.parallel_scan = off")
-    serial = conn.execute(INDEX_QUERY).fetchall()
+    serial = conn.execute(query).fetchall()
     conn.execute("SET pg_tempbuf.parallel_scan = on")
-    return conn.execute(INDEX_QUERY).fetchall(), serial
+    return conn.execute(query).fetchall(), serial
+
+
+def new_fresh_table(conn: psycopg.Connection[Any], rows: int, *indexes: str) -> None:
+    """f (id, v, s) just loaded: its primary key and the indexes on columns `indexes` built
+    first, every page dirty in the pool."""
+    conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
+    for column in indexes:
+        conn.execute(f"CREATE INDEX ON f ({column})")
+    conn.execute("INSERT INTO f SELECT g, g %% 1000, md5(g::text) FROM generate_series(1, %s) g", (rows,))
+    conn.execute("ANALYZE f")
 
 
 @pytest.mark.parametrize("pool", ["256MB", "4MB"], ids=["resident", "evicting"])
@@ -136,19 +147,17 @@ def test_fresh_indexed_table_first_index_query_writes_nothing(preloaded_cluster:
         force_parallel(conn)
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_bitmapscan = off")
-        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
-        conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 200000) g")
-        conn.execute("ANALYZE f")
+        new_fresh_table(conn, 200000)
         node = temp_index_scan_under_gather(conn, INDEX_QUERY)
         assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
         assert node["Pages Flushed"] == 0, node
         assert worker_counts(node, "Index Entries") > 0, node
-        parallel, serial = index_scan_both_ways(conn)
+        parallel, serial = both_ways(conn, INDEX_QUERY)
         assert parallel == serial
         conn.execute("UPDATE f SET v = v + 1, s = 'x' || s WHERE id % 7 = 0")
         node = temp_index_scan_under_gather(conn, INDEX_QUERY)
         assert node["Pages Flushed"] == 0 and node["Workers Launched"] > 0, node
-        parallel, serial = index_scan_both_ways(conn)
+        parallel, serial = both_ways(conn, INDEX_QUERY)
         assert parallel == serial
 
 
@@ -161,16 +170,12 @@ def test_fresh_million_row_table_first_range_query_at_default_costs(preloaded_cl
     with preloaded_cluster.connect(options="-c temp_buffers=512MB") as conn:
         conn.execute("SET max_parallel_workers_per_gather = 2")
         conn.execute("SET enable_seqscan = off")
-        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
-        conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 1000000) g")
-        conn.execute("ANALYZE f")
+        new_fresh_table(conn, 1000000)
         node = temp_index_scan_under_gather(conn, query)
         assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
         assert node["Pages Flushed"] == 0, node
-        conn.execute("SET pg_tempbuf.parallel_scan = off")
-        serial = conn.execute(query).fetchall()
-        conn.execute("SET pg_tempbuf.parallel_scan = on")
-        assert conn.execute(query).fetchall() == serial
+        parallel, serial = both_ways(conn, query)
+        assert parallel == serial
 
 
 # -- a partial Temp Bitmap Heap Scan ------------------------------------------------------------
@@ -191,18 +196,13 @@ def test_fresh_indexed_table_first_bitmap_query_writes_nothing(preloaded_cluster
         conn.execute("SET parallel_leader_participation = off")
         conn.execute("SET enable_seqscan = off")
         conn.execute("SET enable_indexscan = off")
-        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, v int, s text)")
-        conn.execute("CREATE INDEX ON f (v)")
-        conn.execute("INSERT INTO f SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 200000) g")
-        conn.execute("ANALYZE f")
+        new_fresh_table(conn, 200000, "v")
         for _ in range(2):
             node = temp_index_scan_under_gather(conn, BITMAP_QUERY, "Temp Bitmap Heap Scan")
             assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
             assert node["Pages Flushed"] == 0, node
             assert worker_counts(node, "Index Entries") > 0, node
             assert worker_counts(node, "Exact Heap Blocks") > 0, node
-            conn.execute("SET pg_tempbuf.parallel_scan = off")
-            serial = conn.execute(BITMAP_QUERY).fetchall()
-            conn.execute("SET pg_tempbuf.parallel_scan = on")
-            assert conn.execute(BITMAP_QUERY).fetchall() == serial
+            parallel, serial = both_ways(conn, BITMAP_QUERY)
+            assert parallel == serial
             conn.execute("UPDATE f SET v = v + 1, s = 'x' || s WHERE id % 7 = 0")
