@@ -108,7 +108,7 @@ def test_real_sessions_tiny(tmp_path: Path, pg_config_path: str) -> None:
     else:
         # Without the setting the case is skipped, visibly, never counted as passed.
         assert {c["case"] for c in skipped} == {"no_copies"}
-        assert all("pg_tempbuf.copy_from_leader" in c["skipped_reason"] and "faster_chosen" not in c
+        assert all("pg_tempbuf.shared_pool" in c["skipped_reason"] and "faster_chosen" not in c
                    for c in skipped)
         assert "no_copies | 20,000 | cpu_aggregate | first | SKIPPED" in summary
         assert "no_copies, 20,000 rows, cpu_aggregate: SKIPPED" in stdout

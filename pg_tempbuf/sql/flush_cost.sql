@@ -17,11 +17,11 @@ SET pg_tempbuf.buffer_scan_cost = -0.5;
 SET pg_tempbuf.write_page_cost = 'fast';
 SET pg_tempbuf.read_page_cost = -0.1;
 SET pg_tempbuf.read_page_cost = NULL;
-SET pg_tempbuf.copy_from_leader = 'sometimes';
+SET pg_tempbuf.shared_pool = 'sometimes';
 SET pg_tempbuf.no_such_setting = 1;
 SHOW pg_tempbuf.write_page_cost;
 SHOW pg_tempbuf.read_page_cost;
-SHOW pg_tempbuf.copy_from_leader;
+SHOW pg_tempbuf.shared_pool;
 
 SET temp_buffers = '1MB';
 -- No dirty page, no cost beyond the pool scan.

@@ -6,8 +6,8 @@ CREATE EXTENSION IF NOT EXISTS pg_tempbuf;
 RESET client_min_messages;
 LOAD 'pg_tempbuf';
 -- Workers read the file here, after the leader's writes, on every platform:
--- copies from the leader's memory depend on the system (tests/test_leader_copies.py).
-SET pg_tempbuf.copy_from_leader = off;
+-- reading the leader's pool in place depends on the system (tests/test_leader_copies.py).
+SET pg_tempbuf.shared_pool = off;
 
 -- EXPLAIN ANALYZE with the run-to-run noise masked: page counts per
 -- participant, timings and (across versions) the pages a fill dirties

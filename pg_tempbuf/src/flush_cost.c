@@ -10,11 +10,14 @@
  *
  *		flush_cost = write_page_cost * dirtied + buffer_scan_cost * allocated
  *
- * A parallel scan adds a third cost: participants read the table's file,
- * page by page, into private memory (a read call, a copy and, with data
- * checksums, a verification), where a serial scan finds the pages that sit
- * in local buffers at the price of a lookup.  read_page_cost prices that
- * private read, above what the serial scan pays for the same page.
+ * A parallel scan whose workers cannot map the leader's pool adds a third
+ * cost: workers read the table's file, page by page, into private memory
+ * (a read call, a copy and, with data checksums, a verification), where a
+ * serial scan finds the pages that sit in local buffers at the price of a
+ * lookup.  read_page_cost prices that private read, above what the serial
+ * scan pays for the same page.  Where they map it, a page the leader holds
+ * costs a worker what a shared-buffer hit costs: nothing above the serial
+ * scan's price.
  *
  * `pglab flush-cost` measures all three constants on the user's own
  * storage.
@@ -96,12 +99,12 @@ tb_temp_scan_price(Relation rel, TbScanPrice *price)
  * read, about their share of the dirty pages, while they scan, and scans
  * the rest itself from its buffers: the flush then spreads over the run
  * like the rest of the work, except that workers cannot go faster than
- * the pages they need are written; nothing is written when workers copy
- * the pages the leader holds out of its memory (page_source.c).  Workers
- * read privately their share of the pages the leader holds in buffers
- * (from its memory or from the file: read_page_cost prices whichever this
- * machine does); the leader copies its own share from its buffers, as
- * cheap as the serial scan's buffer hit.
+ * the pages they need are written.  Where the leader's pool lives in
+ * memory its workers map (shared_pool.c), workers read the pages it holds
+ * in place, as a shared-buffer hit: nothing is written, and those pages
+ * cost them nothing above the serial scan's hit.  Otherwise workers read
+ * privately, from the file, their share of the pages the leader holds in
+ * buffers (read_page_cost); the leader reads its own share in its buffers.
  *
  * *flush gets the part of both that is the flush (the writes and the pool
  * walk): the estimate whose error the margin covers (scan_paths.c).
@@ -113,6 +116,7 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 						Cost *flush)
 {
 	double		worker_share;
+	bool		in_place;
 	Cost		write_cost;
 	Cost		read_cost;
 
@@ -125,7 +129,9 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	}
 
 	worker_share = parallel_workers / divisor;
-	read_cost = tb_read_page_cost * price->resident_pages * worker_share / divisor;
+	in_place = tb_leader_pages_readable();
+	read_cost = in_place ? 0.0 :
+		tb_read_page_cost * price->resident_pages * worker_share / divisor;
 	if (price->upfront || !parallel_leader_participation)
 	{
 		*startup = *flush = tb_priced_flush(price);
@@ -133,8 +139,8 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 		return;
 	}
 	*startup = price->known_clean ? 0.0 : tb_buffer_scan_cost * price->pool_pages;
-	/* Workers that copy the leader's pages out of its memory need no write. */
-	if (tb_leader_pages_readable())
+	/* Workers that read the leader's pages in its pool need no write. */
+	if (in_place)
 		write_cost = 0;
 	else
 		write_cost = tb_write_page_cost * price->dirty_pages * worker_share;

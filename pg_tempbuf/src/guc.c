@@ -48,7 +48,7 @@ bool		tb_parallel_scan_enabled = true;
 bool		tb_index_scan_enabled = true;
 bool		tb_verify_reread = false;
 bool		tb_debug_sync_start = false;
-bool		tb_copy_from_leader = true;
+bool		tb_shared_pool_enabled = true;
 int			tb_debug_hazard = TB_HAZARD_NONE;
 bool		tb_debug_unprotected = false;
 
@@ -100,12 +100,12 @@ tb_define_gucs(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomBoolVariable("pg_tempbuf.copy_from_leader",
-							 "Lets parallel workers copy the temporary-table pages the leader holds straight out of its memory.",
-							 "Linux only, where the system lets processes of one user read each other (process_vm_readv); "
-							 "otherwise, or when off, the leader writes the dirty pages workers read.",
-							 &tb_copy_from_leader,
-							 tb_copy_from_leader,
+	DefineCustomBoolVariable("pg_tempbuf.shared_pool",
+							 "Keeps this session's local buffers in memory its parallel workers map, so that they read the leader's pages in place.",
+							 "Linux only (a memfd the workers open through /proc).  Off, or where the system refuses it, "
+							 "the leader writes the dirty pages workers read from the table's file.",
+							 &tb_shared_pool_enabled,
+							 tb_shared_pool_enabled,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

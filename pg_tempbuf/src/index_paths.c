@@ -108,7 +108,10 @@ price_index_flush(IndexOptInfo *index, TbScanPrice *price)
  * random_page_cost (index_pages_fetched() in cost_index()), more than a
  * private read, and the participants of a partial join share the loops.
  *
- * A shared range's participants each read their share.  Core keeps a
+ * A shared range's participants each read their share.  Where workers
+ * copy the pages the leader holds out of its pool (leader_pages.c), such a
+ * page costs them a shared hit, which core's price counts already: only
+ * the pages not held add private reads.  Where they cannot, core keeps a
  * partial index path's page reads whole, for participants that share one
  * disk; the pages the leader holds in local buffers come from none (as
  * in cost_temp_scan()): each costs the one participant that reads it, so
@@ -128,6 +131,15 @@ private_read_page_cost(void)
 		return 2.0 * tb_read_page_cost;
 	return tb_read_page_cost;
 }
+
+/* The share of rel's pages in local buffers. */
+static double
+resident_share(RelOptInfo *rel, const TbScanPrice *price)
+{
+	return rel->pages > 0 ? Min(1.0, price->resident_pages / (double) rel->pages) : 0.0;
+}
+
+static bool leader_copies_possible(void);
 
 static Cost
 private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
@@ -151,12 +163,17 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 	{
 		double		divisor = tb_parallel_divisor(ipath->path.parallel_workers);
 		double		sharers = Min(divisor, Max(1.0, index_pages));
-		double		resident = rel->pages > 0 ?
-			Min(1.0, price->resident_pages / (double) rel->pages) : 0.0;
+		double		resident = resident_share(rel, price);
 		double		spc_seq_page_cost;
 
 		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 		reads *= ipath->path.parallel_workers / divisor / divisor;
+		/*
+		 * Read in the leader's pool, a page it holds costs a shared hit,
+		 * which core's price of the partial path counts already.
+		 */
+		if (leader_copies_possible())
+			return reads * (1.0 - resident);
 		reads -= spc_seq_page_cost * (heap_pages + index_pages) * resident *
 			(1.0 - 1.0 / sharers);
 	}
@@ -245,17 +262,18 @@ make_temp_index_path(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 
 /*
  * A shared range's workers, and a partial bitmap scan's, copy the pages
- * the leader holds out of its memory where this system lets them
- * (leader_pages.c), as a partial Temp Seq Scan's do: the pages they read
- * from the files are then the ones not in local buffers, on disk already,
- * and nothing is written.  A worker the system refuses takes no part of
- * the scan.  Not under code that may read the table in the leader, which
- * could prune a page while a worker copies it.
+ * the leader holds out of its pool where they can map it (leader_pages.c),
+ * as a partial Temp Seq Scan's read them: the pages they read from the
+ * files are then the ones not in local buffers, on disk already, and
+ * nothing is written.  A worker the system refuses takes no part of the
+ * scan.  Under code that may read the table in the leader, which could
+ * prune a page while a worker copies it, workers copy each page twice and
+ * compare (page_source.c).
  */
 static bool
 leader_copies_possible(void)
 {
-	return tb_leader_pages_readable() && !tb_planning.runs_opaque_code;
+	return tb_leader_pages_readable();
 }
 
 /* price, with none of its pages to write: the workers copy them. */
@@ -472,14 +490,18 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 																  bpath->bitmapqual,
 																  NULL, 1.0, workers);
 
+				/* The list holds the table, its indexes and its toast. */
 				bool		copies = leader_copies_possible() &&
-					list_length(indexoids) < TB_LEADER_PAGES_MAX_RELS;
+					list_length(indexoids) + 3 <= TB_LEADER_PAGES_MAX_RELS;
 				TbScanPrice partial_price = copies ? nothing_to_write(&bitmap_price) : bitmap_price;
 				TempIndexPath *tpath;
 
 				/* Each participant reads its share of the heap pages. */
 				reads = private_read_page_cost() *
 					(heap_pages / tb_parallel_divisor(workers) + index_pages);
+				/* Read in the leader's pool, a page it holds costs a shared hit. */
+				if (copies)
+					reads *= 1.0 - resident_share(rel, &bitmap_price);
 				tpath = (TempIndexPath *) make_wrapping_path(rel, &partial->path,
 															 &partial_price, reads, 1.0,
 															 &temp_bitmap_path_methods);

@@ -5,15 +5,15 @@
  *	  query's DSM for workers to copy instead of the leader writing them.
  *
  * A Temp Index Scan's shared range and a partial Temp Bitmap Heap Scan read
- * a table and its indexes.  Where the system lets workers read the leader's
- * memory (leader_admission.c), the leader lists, when Gather launches its
- * workers, the pages of those relations in its local buffers: block, page
- * and descriptor addresses.  Each worker copies a listed page out of the
- * leader's buffer (page_source.c, the descriptor checked before and after)
- * and reads every other page from the file: not in local buffers when the
- * list was made, or evicted since, it is on disk.  The leader writes
- * nothing of these relations, so a worker that cannot copy must read
- * nothing: it takes no part of the scan.
+ * a table and its indexes.  Where the leader's pool lives in memory its
+ * workers can map (shared_pool.c), the leader lists, when Gather launches
+ * its workers, the pages of those relations in its local buffers: block
+ * and buffer.  Each worker copies a listed page out of the mapping
+ * (page_source.c, the descriptor checked before and after: the leader may
+ * evict it meanwhile) and reads every other page from the file: not in
+ * local buffers when the list was made, or evicted since, it is on disk.
+ * The leader writes nothing of these relations, so a worker that cannot
+ * map the pool must read nothing: it takes no part of the scan.
  *
  * The list is made in the scan's EstimateDSM callback, the only point
  * before the segment is sized, and copied into it by InitializeDSM;
@@ -28,12 +28,12 @@
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
+#include "shared_pool.h"
 
 struct TbLeaderPageList
 {
 	bool		copies;			/* false: the leader wrote them, workers read files */
-	bool		workers_stay_out;	/* the leader could not admit them */
-	pid_t		leader_pid;
+	TbSharedPoolRef pool;
 	int			nrels;
 	Oid			relids[TB_LEADER_PAGES_MAX_RELS];
 	int			npages[TB_LEADER_PAGES_MAX_RELS];
@@ -47,11 +47,18 @@ page_list_size(int npages)
 					mul_size(sizeof(TbLeaderPage), npages));
 }
 
+/* Leader: can workers read its pool now?  (It moves there at a safe point.) */
+bool
+tb_leader_pages_readable(void)
+{
+	return !IsParallelWorker() && tb_shared_pool_unavailable() == NULL;
+}
+
 /*
  * At the scan's start, in every participant: does this process list pages
- * for workers?  The leader of a plan made for copies, where the system
- * still lets workers read its memory; otherwise its workers read the files
- * it writes.
+ * for workers?  The leader of a plan made for copies, where its pool lives
+ * in memory workers can map; otherwise its workers read the files it
+ * writes.
  */
 void
 tb_leader_pages_init(TbLeaderPageSet *set, bool planned)
@@ -94,14 +101,13 @@ tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels)
 }
 
 /*
- * Leader: the list into the segment, and the system's leave for workers to
- * read it; or, where it lists none, word that workers read the files.
+ * Leader: the list into the segment, with what workers need to map the
+ * pool; or, where it lists none, word that workers read the files.
  */
 void
 tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 {
 	TbLeaderPage *to = list->pages;
-	const char *reason;
 
 	if (!set->copies)
 	{
@@ -110,7 +116,7 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 		return;
 	}
 	list->copies = true;
-	list->leader_pid = MyProcPid;
+	tb_shared_pool_describe(&list->pool);
 	list->nrels = set->nrels;
 	for (int i = 0; i < set->nrels; i++)
 	{
@@ -119,27 +125,14 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 		for (int j = 0; j < set->nresident[i]; j++, to++)
 		{
 			to->blkno = set->resident[i][j].blkno;
-			tb_local_buffer_addresses(set->resident[i][j].buf_id, &to->page_addr,
-									  &to->desc_addr);
+			to->buf_id = set->resident[i][j].buf_id;
 		}
 	}
-	list->workers_stay_out = false;
-	if (set->hold == 0 && !tb_admit_workers(&set->hold, &reason))
-		list->workers_stay_out = true;
-}
-
-/* Leader, at the end of the scan: give back what tb_admit_workers() took. */
-void
-tb_leader_pages_release(TbLeaderPageSet *set)
-{
-	tb_dismiss_workers(set->hold);
-	set->hold = 0;
 }
 
 /*
- * Worker: may it read the scan's relations?  Not where the leader could
- * not admit it or the system refuses it a copy (tried once, on the first
- * listed descriptor): it then takes no part of the scan.
+ * Worker: may it read the scan's relations?  Not where the system refuses
+ * it the leader's pool: it then takes no part of the scan.
  */
 bool
 tb_leader_pages_usable(const TbLeaderPageList *list)
@@ -148,17 +141,14 @@ tb_leader_pages_usable(const TbLeaderPageList *list)
 
 	if (!list->copies)
 		return true;
-	if (list->workers_stay_out)
-		return false;
 	for (int i = 0; i < list->nrels; i++)
 		total += list->npages[i];
-	return total == 0 ||
-		tb_page_source_leader_errno(list->leader_pid, list->pages[0].desc_addr) == 0;
+	return total == 0 || tb_shared_pool_attach(&list->pool) == 0;
 }
 
-/* Worker: src copies relid's listed pages from the leader. */
+/* Worker: its page sources copy the listed pages from the leader's pool. */
 void
-tb_leader_pages_attach(const TbLeaderPageList *list, Oid relid, TbPageSource *src)
+tb_leader_pages_attach(const TbLeaderPageList *list)
 {
 	const TbLeaderPage *pages = list->pages;
 
@@ -166,12 +156,7 @@ tb_leader_pages_attach(const TbLeaderPageList *list, Oid relid, TbPageSource *sr
 		return;
 	for (int i = 0; i < list->nrels; i++)
 	{
-		if (list->relids[i] == relid)
-		{
-			tb_page_source_copy_from_leader(src, relid, pages, list->npages[i],
-											list->leader_pid);
-			return;
-		}
+		tb_page_source_copy_from_leader(list->relids[i], pages, list->npages[i]);
 		pages += list->npages[i];
 	}
 }

@@ -588,18 +588,6 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 }
 
 /*
- * Where local buffer buf_id (an index, as in TbResidentPage) keeps its page
- * and its descriptor in this backend's memory, for a worker that copies it
- * from here (page_source.c).
- */
-void
-tb_local_buffer_addresses(int buf_id, uint64 *page_addr, uint64 *desc_addr)
-{
-	*page_addr = (uint64) (uintptr_t) LocalBufferBlockPointers[buf_id];
-	*desc_addr = (uint64) (uintptr_t) GetLocalBufferDescriptor(buf_id);
-}
-
-/*
  * Pin the local buffer that held block blkno when pages[] was taken, if it
  * still does, and return it; InvalidBuffer sends the caller to the file.
  * The buffer is the newest image of the page, clean or dirty, and the pin

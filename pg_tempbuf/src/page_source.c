@@ -54,11 +54,6 @@
  */
 #include "postgres.h"
 
-#include <errno.h>
-#ifdef __linux__
-#include <sys/uio.h>
-#endif
-
 #include "access/parallel.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
@@ -70,14 +65,17 @@
 #include "utils/rel.h"
 
 #include "pg_tempbuf.h"
+#include "shared_pool.h"
 
 #define TB_READ_ATTEMPTS	10
 
 TbMidReadHook tb_mid_read_hook = NULL;
 void	   *tb_mid_read_arg = NULL;
 
-/* Worker: compare every read of a file with a second read (see below). */
+/* Worker: compare every read of a file, or copy from the leader's pool,
+ * with a second one (see below). */
 static bool compare_file_reads = false;
+static bool compare_leader_copies = false;
 
 /*
  * Worker of an index or bitmap scan under code the leader runs that may
@@ -92,8 +90,12 @@ void
 tb_page_source_guard_file_reads(void)
 {
 	Assert(IsParallelWorker());
-	if (!DataChecksumsEnabled() && !tb_debug_unprotected)
+	if (tb_debug_unprotected)
+		return;
+	if (!DataChecksumsEnabled())
 		compare_file_reads = true;
+	/* A copy out of the leader's pool has no checksum to verify. */
+	compare_leader_copies = true;
 }
 
 /*
@@ -154,190 +156,83 @@ tb_page_source_read_image(Relation rel, ForkNumber fork, BlockNumber blkno,
 	smgrread(RelationGetSmgr(rel), fork, blkno, page);
 }
 
+/* Does the leader's descriptor, as read, show block blkno of file? */
+static bool
+holds_block(const BufferDesc *desc, TbRelFileId file, BlockNumber blkno)
+{
+	uint32		state = pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &desc->state));
+
+	return (state & BM_VALID) && TbTagMatchesFileId(&desc->tag, file) &&
+		TbTagForkNum(&desc->tag) == MAIN_FORKNUM && desc->tag.blockNum == blkno;
+}
+
 /*
- * Worker: can it copy from the leader's memory?  Tried on one descriptor;
- * 0 when it can, else the errno of the refusal.
+ * Worker: the page in the leader's buffer, read in place from the pool's
+ * mapping (shared_pool.c), or NULL when the buffer no longer holds it.
+ * Only for a page the leader keeps pinned until the scan ends: nothing
+ * then changes it but hint bits, which readers of shared buffers tolerate
+ * too (page_guard.c).
  */
-int
-tb_page_source_leader_errno(pid_t leader_pid, uint64 desc_addr)
+const char *
+tb_page_source_leader_page(Relation rel, const TbLeaderPage *page)
 {
-#ifdef __linux__
-	BufferDesc	desc;
-	struct iovec local = {&desc, sizeof(desc)};
-	struct iovec remote = {(void *) (uintptr_t) desc_addr, sizeof(desc)};
-	ssize_t		copied = process_vm_readv(leader_pid, &local, 1, &remote, 1, 0);
-
-	if (copied == sizeof(desc))
-		return 0;
-	return copied < 0 ? errno : EFAULT;
-#else
-	return ENOSYS;
-#endif
-}
-
-#ifdef __linux__
-/*
- * Append the remote range [addr, addr + len) to iov, merged into the last
- * entry when it follows on: local buffers allocated together lie side by
- * side, and the kernel walks each entry's pages in one go.
- */
-static void
-add_range(struct iovec *iov, int *n, uint64 addr, size_t len)
-{
-	void	   *base = (void *) (uintptr_t) addr;
-
-	if (*n > 0 && (char *) iov[*n - 1].iov_base + iov[*n - 1].iov_len == base)
-		iov[*n - 1].iov_len += len;
-	else
-		iov[(*n)++] = (struct iovec) {base, len};
-}
-
-/* Copy one remote range into local memory, or fail. */
-static void
-copy_remote(Relation rel, pid_t leader_pid, BlockNumber blkno, void *dest,
-			uint64 addr, size_t len)
-{
-	struct iovec local = {dest, len};
-	struct iovec remote = {(void *) (uintptr_t) addr, len};
-
-	if (process_vm_readv(leader_pid, &local, 1, &remote, 1, 0) != (ssize_t) len)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not copy block %u of temporary table \"%s\" from the leader: %m",
-						blkno, RelationGetRelationName(rel))));
+	if (!holds_block(tb_shared_pool_desc(page->buf_id), TbRelationFileId(rel),
+					 page->blkno))
+		return NULL;
+	return tb_shared_pool_page(page->buf_id);
 }
 
 /*
- * pg_tempbuf.debug_hazard: copy one page as a copy racing the leader could
- * go, descriptor, first half, (hook), second half, descriptor.
- */
-static void
-read_leader_page_in_halves(Relation rel, pid_t leader_pid, const TbLeaderPage *page,
-						   char *dest, BufferDesc *before, BufferDesc *after)
-{
-	bool		fired;
-
-	copy_remote(rel, leader_pid, page->blkno, before, page->desc_addr, sizeof(BufferDesc));
-	copy_remote(rel, leader_pid, page->blkno, dest, page->page_addr, BLCKSZ / 2);
-	fired = tb_mid_read_hook(page->blkno, dest, true, false, tb_mid_read_arg);
-	copy_remote(rel, leader_pid, page->blkno, dest + BLCKSZ / 2,
-				page->page_addr + BLCKSZ / 2, BLCKSZ / 2);
-	if (fired)
-		tb_mid_read_hook(page->blkno, dest, true, true, tb_mid_read_arg);
-	copy_remote(rel, leader_pid, page->blkno, after, page->desc_addr, sizeof(BufferDesc));
-}
-
-/*
- * One call for a batch: the descriptors (with_before), then the pages and
- * the descriptors again (with_rest).
- */
-static void
-read_leader_batch(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
-				  int npages, char *dest, BufferDesc *before, BufferDesc *after,
-				  bool with_before, bool with_rest)
-{
-	struct iovec local[3];
-	struct iovec remote[3 * TB_LEADER_COPY_BATCH] = {{0}};
-	int			nlocal = 0;
-	int			nremote = 0;
-	ssize_t		expected = 0;
-
-	if (with_before)
-	{
-		local[nlocal++] = (struct iovec) {before, npages * sizeof(BufferDesc)};
-		for (int i = 0; i < npages; i++)
-			add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
-		expected += npages * sizeof(BufferDesc);
-	}
-	if (with_rest)
-	{
-		local[nlocal++] = (struct iovec) {dest, (Size) npages * BLCKSZ};
-		local[nlocal++] = (struct iovec) {after, npages * sizeof(BufferDesc)};
-		for (int i = 0; i < npages; i++)
-			add_range(remote, &nremote, pages[i].page_addr, BLCKSZ);
-		for (int i = 0; i < npages; i++)
-			add_range(remote, &nremote, pages[i].desc_addr, sizeof(BufferDesc));
-		expected += npages * sizeof(BufferDesc) + (Size) npages * BLCKSZ;
-	}
-
-	if (process_vm_readv(leader_pid, local, nlocal, remote, nremote, 0) != expected)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not copy blocks %u to %u of temporary table \"%s\" from the leader: %m",
-						pages[0].blkno, pages[npages - 1].blkno,
-						RelationGetRelationName(rel))));
-}
-
-/*
- * All the pages in one call: descriptors, pages, descriptors again.  Under
- * pg_tempbuf.debug_hazard, two calls, with the hook between the
- * descriptors and the pages, for a block in the middle of the batch.
- */
-static void
-read_leader_pages_at_once(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
-						  int npages, char *dest, BufferDesc *before, BufferDesc *after)
-{
-	BlockNumber middle = pages[npages / 2].blkno;
-	bool		fired;
-
-	if (tb_mid_read_hook == NULL)
-	{
-		read_leader_batch(rel, leader_pid, pages, npages, dest, before, after,
-						  true, true);
-		return;
-	}
-	read_leader_batch(rel, leader_pid, pages, npages, dest, before, after,
-					  true, false);
-	fired = tb_mid_read_hook(middle, NULL, true, false, tb_mid_read_arg);
-	read_leader_batch(rel, leader_pid, pages, npages, dest, before, after,
-					  false, true);
-	if (fired)
-		tb_mid_read_hook(middle, NULL, true, true, tb_mid_read_arg);
-}
-#endif
-
-/*
- * Worker: copy npages pages of rel out of the leader's local buffers into
- * dest, one after another, in a single call: on a virtual machine each
- * call costs more than the copy (pglab measured 4.9 us a page one by one,
- * 3.1 us sixteen at a time).  The call reads every page's buffer
+ * Worker: copy npages pages of rel out of the leader's local buffers (the
+ * pool's mapping) into dest, one after another: every page's buffer
  * descriptor, then the pages, then the descriptors again, in that order;
  * valid[i] is false when the buffer did not hold pages[i].blkno of rel in
- * both reads (the leader evicted it meanwhile, and the caller reads the
- * file, where the eviction wrote it).
+ * both looks (the leader evicted it meanwhile, and the caller reads the
+ * file, where the eviction wrote it).  For pages the leader may still
+ * evict; a page it keeps pinned is read in place instead.
+ *
+ * Under pg_tempbuf.debug_hazard the copy pauses as a racing one could: in
+ * the middle of a single page, or between the descriptors and the pages
+ * of a batch.
  */
 void
-tb_page_source_copy_leader(Relation rel, pid_t leader_pid, const TbLeaderPage *pages,
-					 int npages, char *dest, bool *valid)
+tb_page_source_copy_leader(Relation rel, const TbLeaderPage *pages, int npages,
+						   char *dest, bool *valid)
 {
-#ifdef __linux__
 	BufferDesc	before[TB_LEADER_COPY_BATCH];
-	BufferDesc	after[TB_LEADER_COPY_BATCH];
 	TbRelFileId file = TbRelationFileId(rel);
+	bool		fired = false;
+	BlockNumber paused = pages[npages / 2].blkno;
 
 	Assert(npages > 0 && npages <= TB_LEADER_COPY_BATCH);
-	if (tb_mid_read_hook && npages == 1)
-		read_leader_page_in_halves(rel, leader_pid, pages, dest, before, after);
-	else
-		read_leader_pages_at_once(rel, leader_pid, pages, npages, dest, before, after);
-
 	for (int i = 0; i < npages; i++)
-	{
-		valid[i] = true;
-		for (int j = 0; j < 2; j++)
-		{
-			BufferDesc *desc = j == 0 ? &before[i] : &after[i];
-			uint32		state = pg_atomic_read_u32(&desc->state);
+		before[i] = *tb_shared_pool_desc(pages[i].buf_id);
+	pg_read_barrier();
 
-			if (!(state & BM_VALID) || !TbTagMatchesFileId(&desc->tag, file) ||
-				TbTagForkNum(&desc->tag) != MAIN_FORKNUM ||
-				desc->tag.blockNum != pages[i].blkno)
-				valid[i] = false;
-		}
+	if (tb_mid_read_hook && npages == 1)
+	{
+		const char *from = tb_shared_pool_page(pages[0].buf_id);
+
+		memcpy(dest, from, BLCKSZ / 2);
+		fired = tb_mid_read_hook(pages[0].blkno, dest, true, false, tb_mid_read_arg);
+		memcpy(dest + BLCKSZ / 2, from + BLCKSZ / 2, BLCKSZ / 2);
+		if (fired)
+			tb_mid_read_hook(pages[0].blkno, dest, true, true, tb_mid_read_arg);
 	}
-#else
-	elog(ERROR, "copies from the leader's buffers need Linux");
-#endif
+	else
+	{
+		if (tb_mid_read_hook)
+			fired = tb_mid_read_hook(paused, NULL, true, false, tb_mid_read_arg);
+		for (int i = 0; i < npages; i++)
+			memcpy(dest + (Size) i * BLCKSZ, tb_shared_pool_page(pages[i].buf_id), BLCKSZ);
+		if (fired)
+			tb_mid_read_hook(paused, NULL, true, true, tb_mid_read_arg);
+	}
+
+	pg_read_barrier();
+	for (int i = 0; i < npages; i++)
+		valid[i] = holds_block(&before[i], file, pages[i].blkno) &&
+			holds_block(tb_shared_pool_desc(pages[i].buf_id), file, pages[i].blkno);
 }
 
 /*
@@ -380,15 +275,22 @@ typedef struct PageRef
 	Page		page;
 } PageRef;
 
-/* The pages of one relation a worker may copy out of the leader's buffers. */
+/*
+ * The pages of one relation a worker may copy out of the leader's pool, as
+ * a scan listed them.  One registry per worker, which runs one parallel
+ * plan: every page source of the worker (a scan's, its toast reader's)
+ * copies whatever some scan of the plan listed.
+ */
 typedef struct LeaderPages
 {
 	Oid			relid;
-	const TbLeaderPage *pages;	/* sorted by block */
+	const TbLeaderPage *pages;	/* sorted by block, in the query's DSM */
 	int			npages;
 } LeaderPages;
 
-#define TB_PAGE_SOURCE_LEADER_RELS	2	/* an index scan's table and index */
+static LeaderPages *leader_registry = NULL;
+static int	leader_registry_used = 0;
+static int	leader_registry_size = 0;
 
 struct TbPageSource
 {
@@ -404,11 +306,6 @@ struct TbPageSource
 	int			used;			/* slots given a page so far */
 	int			hand;
 	char	   *scratch;		/* the reread buffer of a file read */
-
-	/* worker: pages to copy from the leader instead of reading the file */
-	pid_t		leader_pid;
-	LeaderPages leader[TB_PAGE_SOURCE_LEADER_RELS];
-	int			nleader;
 
 	/* since tb_page_source_take_counts() last asked */
 	uint64		reads;			/* pages looked up in buffers or read from files */
@@ -442,21 +339,27 @@ tb_page_source_create(MemoryContext cxt)
 
 /*
  * Worker: copy relid's blocks listed in pages[] (sorted by block, in the
- * leader's memory when the scan started) out of the leader's buffers, and
- * read the others from the file.  A page the leader held dirty is not on
- * disk: the scan must give this list only where the system lets workers
- * copy (tb_page_source_leader_errno()).  A buffer the leader has evicted
- * since, or given to another page, fails the copy's descriptor check, and
- * the page is read from the file, where the eviction wrote it.
+ * leader's pool when the scan started) out of the pool, and read the
+ * others from the file.  A page the leader held dirty is not on disk: the
+ * scan must give this list only where the worker maps the pool
+ * (tb_shared_pool_attach()).  A buffer the leader has evicted since, or
+ * given to another page, fails the copy's descriptor check, and the page
+ * is read from the file, where the eviction wrote it.
  */
 void
-tb_page_source_copy_from_leader(TbPageSource *src, Oid relid,
-								const TbLeaderPage *pages, int npages,
-								pid_t leader_pid)
+tb_page_source_copy_from_leader(Oid relid, const TbLeaderPage *pages, int npages)
 {
-	Assert(!src->from_buffers && src->nleader < TB_PAGE_SOURCE_LEADER_RELS);
-	src->leader_pid = leader_pid;
-	src->leader[src->nleader++] = (LeaderPages) {relid, pages, npages};
+	Assert(IsParallelWorker());
+	if (leader_registry_used == leader_registry_size)
+	{
+		int			size = Max(8, leader_registry_size * 2);
+
+		leader_registry = leader_registry == NULL ?
+			MemoryContextAlloc(TopMemoryContext, sizeof(LeaderPages) * size) :
+			repalloc(leader_registry, sizeof(LeaderPages) * size);
+		leader_registry_size = size;
+	}
+	leader_registry[leader_registry_used++] = (LeaderPages) {relid, pages, npages};
 }
 
 static int
@@ -472,9 +375,9 @@ compare_leader_block(const void *key, const void *member)
 static bool
 copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest)
 {
-	for (int i = 0; i < src->nleader; i++)
+	for (int i = 0; i < leader_registry_used; i++)
 	{
-		const LeaderPages *rel_pages = &src->leader[i];
+		const LeaderPages *rel_pages = &leader_registry[i];
 		const TbLeaderPage *page;
 		bool		valid;
 
@@ -483,9 +386,26 @@ copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest
 		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
 					   sizeof(TbLeaderPage), compare_leader_block);
 		if (page == NULL)
-			return false;
-		tb_page_source_copy_leader(rel, src->leader_pid, page, 1, dest, &valid);
-		return valid;
+			continue;
+		for (int attempt = 0;; attempt++)
+		{
+			tb_page_source_copy_leader(rel, page, 1, dest, &valid);
+			/* Under code that may prune it in the leader: two equal copies. */
+			if (!valid || !compare_leader_copies)
+				return valid;
+			tb_page_source_copy_leader(rel, page, 1, src->scratch, &valid);
+			if (!valid || memcmp(dest, src->scratch, BLCKSZ) == 0)
+				return valid;
+			if (attempt + 1 >= TB_READ_ATTEMPTS)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("could not copy a consistent image of block %u of temporary table \"%s\" from the leader",
+								key->blkno, RelationGetRelationName(rel)),
+						 errdetail("Two copies differed %d times in a row.",
+								   TB_READ_ATTEMPTS)));
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(100L * (attempt + 1));
+		}
 	}
 	return false;
 }

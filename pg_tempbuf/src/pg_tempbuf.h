@@ -28,7 +28,7 @@ extern bool tb_parallel_scan_enabled;
 extern bool tb_index_scan_enabled;
 extern bool tb_verify_reread;
 extern bool tb_debug_sync_start;
-extern bool tb_copy_from_leader;
+extern bool tb_shared_pool_enabled;
 extern int	tb_debug_hazard;
 extern bool tb_debug_unprotected;
 
@@ -113,8 +113,6 @@ typedef struct TbResidentPage
 
 extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
 										 int *npages);
-extern void tb_local_buffer_addresses(int buf_id, uint64 *page_addr,
-									  uint64 *desc_addr);
 extern Buffer tb_pin_resident_page(Relation rel, const TbResidentPage *pages,
 								   int npages, ForkNumber fork,
 								   BlockNumber blkno);
@@ -161,11 +159,8 @@ extern void tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 
 struct ExplainState;
 
-/* leader_admission.c: may workers read the leader's memory? */
-extern const char *tb_leader_copies_unavailable(void);
+/* leader_pages.c: can workers read this leader's pool now? */
 extern bool tb_leader_pages_readable(void);
-extern bool tb_admit_workers(uint64 *hold, const char **reason);
-extern void tb_dismiss_workers(uint64 hold);
 
 /*
  * page_source.c: the one place a participant gets a temporary relation's
@@ -178,28 +173,26 @@ extern int	tb_page_source_read_file(Relation rel, ForkNumber fork, BlockNumber b
 									 char *page, char *scratch);
 extern void tb_page_source_read_image(Relation rel, ForkNumber fork,
 									  BlockNumber blkno, char *page);
-extern int	tb_page_source_leader_errno(pid_t leader_pid, uint64 desc_addr);
 
-/* A page in the leader's local buffers, for a worker to copy from there. */
+/* A page in the leader's local buffers, for a worker to read from there. */
 typedef struct TbLeaderPage
 {
-	uint64		page_addr;
-	uint64		desc_addr;
 	BlockNumber blkno;
+	int			buf_id;
 } TbLeaderPage;
 
 /* The most pages a worker copies from the leader in one call. */
 #define TB_LEADER_COPY_BATCH	16
 
-extern void tb_page_source_copy_leader(Relation rel, pid_t leader_pid,
-									   const TbLeaderPage *pages, int npages,
-									   char *dest, bool *valid);
+extern void tb_page_source_copy_leader(Relation rel, const TbLeaderPage *pages,
+									   int npages, char *dest, bool *valid);
+extern const char *tb_page_source_leader_page(Relation rel, const TbLeaderPage *page);
 
 /*
  * leader_pages.c: the pages of a scan's relations the leader holds, listed
  * in the query's DSM for workers to copy
  */
-#define TB_LEADER_PAGES_MAX_RELS	8	/* a table and its indexes */
+#define TB_LEADER_PAGES_MAX_RELS	10	/* a table, its indexes, its toast */
 
 typedef struct TbLeaderPageList TbLeaderPageList;
 
@@ -211,22 +204,18 @@ typedef struct TbLeaderPageSet
 	Oid			relids[TB_LEADER_PAGES_MAX_RELS];
 	TbResidentPage *resident[TB_LEADER_PAGES_MAX_RELS];
 	int			nresident[TB_LEADER_PAGES_MAX_RELS];
-	uint64		hold;			/* from tb_admit_workers() */
 } TbLeaderPageSet;
 
 extern void tb_leader_pages_init(TbLeaderPageSet *set, bool planned);
 extern Size tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels);
 extern void tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list);
-extern void tb_leader_pages_release(TbLeaderPageSet *set);
 extern bool tb_leader_pages_usable(const TbLeaderPageList *list);
-extern void tb_leader_pages_attach(const TbLeaderPageList *list, Oid relid,
-								   TbPageSource *src);
+extern void tb_leader_pages_attach(const TbLeaderPageList *list);
 
 /* random: by block number, through a small cache of copies */
 extern void tb_page_source_guard_file_reads(void);
-extern void tb_page_source_copy_from_leader(TbPageSource *src, Oid relid,
-											const TbLeaderPage *pages, int npages,
-											pid_t leader_pid);
+extern void tb_page_source_copy_from_leader(Oid relid, const TbLeaderPage *pages,
+											int npages);
 extern TbPageSource *tb_page_source_create(MemoryContext cxt);
 extern Page tb_page_source_get(TbPageSource *src, Relation rel, BlockNumber blkno);
 extern Page tb_page_source_hold(TbPageSource *src, Relation rel, BlockNumber blkno);
@@ -266,6 +255,8 @@ extern void tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel);
 typedef struct TbToastReader TbToastReader;
 extern void tb_toast_price(Relation rel, int *dirty_pages, bool *has_data,
 						   bool *known_clean);
+extern int	tb_toast_relations_open(Relation rel, Relation *rels);
+extern void tb_toast_relations_close(Relation *rels, int nrels);
 extern int64 tb_toast_flush(Relation rel);
 extern bool tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch);
 extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,

@@ -49,6 +49,7 @@
 #include "utils/lsyscache.h"
 
 #include "pg_tempbuf.h"
+#include "shared_pool.h"
 #include "planner_int.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
@@ -122,6 +123,8 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	Query	   *pristine = NULL;
 	QueryFacts	facts = {0};
 
+	/* A statement's start is a safe point to move the pool (shared_pool.c). */
+	(void) tb_shared_pool_adopt();
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
 		return plan_stock(parse, query_string, cursorOptions, boundParams);
 

@@ -67,12 +67,14 @@ scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive
 /*
  * A seq scan's cost, plus what flush_cost.c adds: the flush and the
  * workers' private reads.  A partial path divides the rows and the CPU
- * work among the participants and, unlike core's parallel seq scan, the
- * pages the leader holds in local buffers: core keeps page reads whole
- * because participants share one disk, but no participant reads those
- * pages from a disk.  The leader hits its buffers and workers take copies
- * or read the OS cache (priced in flush_cost.c), work that each page costs
- * one participant, as a tuple does.  A partial scan adds
+ * work among the participants.  Where workers read the leader's pages in
+ * its pool (shared_pool.c), a page costs what core charges a parallel seq
+ * scan of a permanent table, whose pages are shared-buffer hits at best:
+ * the same, whole.  Where they cannot, they read the OS cache privately
+ * (read_page_cost, flush_cost.c), and the pages the leader holds divide
+ * among the participants instead: core keeps page reads whole because
+ * participants share one disk, but no participant reads those pages from
+ * a disk; each costs one participant, as a tuple does.  A partial scan adds
  * pg_tempbuf.parallel_margin of its flush's price: the estimate of ours
  * whose error has cost plans their win, which a plan in workers must beat
  * to be chosen.  With nothing to flush, the plan is chosen as core chooses
@@ -98,8 +100,11 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 
 	get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
 	resident_pages = Min(price->resident_pages, rel->pages);
-	page_cost = spc_seq_page_cost *
-		(rel->pages - resident_pages + resident_pages / divisor);
+	if (path->parallel_aware && tb_leader_pages_readable())
+		page_cost = spc_seq_page_cost * rel->pages;
+	else
+		page_cost = spc_seq_page_cost *
+			(rel->pages - resident_pages + resident_pages / divisor);
 
 	path->rows = clamp_row_est(rel->rows / divisor);
 
@@ -213,6 +218,8 @@ tb_offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	bool		supported;
 	int			parallel_workers;
 	double		flush_cost;
+	TbScanPrice partial_price;
+	double		partial_flush_cost;
 
 	/* The parser holds a lock on the table already. */
 	relation = table_open(rte->relid, NoLock);
@@ -229,9 +236,12 @@ tb_offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 	/*
 	 * Participants fetch out-of-line values through private pages of the
 	 * toast relation, which the leader flushes, with the table, before
-	 * workers start.  Reading them costs what a serial scan's detoasting
-	 * costs, which core does not price either; only the flush is extra.
+	 * workers start; a partial scan's workers copy them from the leader's
+	 * pool instead, where they can map it (temp_scan_supply.c).  Reading
+	 * them costs what a serial scan's detoasting costs, which core does
+	 * not price either; only the flush is extra.
 	 */
+	partial_price = price;
 	if (supported && toast_sensitive)
 	{
 		int			toast_dirty;
@@ -240,8 +250,11 @@ tb_offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 		tb_toast_price(relation, &toast_dirty, &price.upfront, &toast_clean);
 		price.dirty_pages += toast_dirty;
 		price.known_clean = price.known_clean && toast_clean;
+		if (!(tb_leader_pages_readable() && parallel_leader_participation))
+			partial_price = price;
 	}
 	flush_cost = tb_priced_flush(&price);
+	partial_flush_cost = tb_priced_flush(&partial_price);
 	heap_file = TbRelationFileId(relation);
 	vm_known_clean = tb_fork_known_clean(&heap_file, VISIBILITYMAP_FORKNUM);
 	table_close(relation, NoLock);
@@ -258,8 +271,8 @@ tb_offer_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
 											   max_parallel_workers_per_gather);
 	if (parallel_workers > 0)
 		add_partial_path(rel, &make_temp_scan_path(rel, true, parallel_workers,
-												   toast_sensitive, &price,
-												   flush_cost)->path);
+												   toast_sensitive, &partial_price,
+												   partial_flush_cost)->path);
 
 	/*
 	 * A subquery is planned alone and keeps its cheapest path, which would

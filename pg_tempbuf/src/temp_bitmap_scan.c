@@ -374,7 +374,8 @@ bitmap_scan_flush(CustomScanState *node)
 			pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
 		}
 	}
-	pages += tb_toast_flush(rel);
+	if (!bs->leader_pages.copies)
+		pages += tb_toast_flush(rel);
 	return pages;
 }
 
@@ -610,7 +611,6 @@ bitmap_scan_end(CustomScanState *node)
 	ListCell   *lc;
 
 	tb_scan_run_end(&bs->run);
-	tb_leader_pages_release(&bs->leader_pages);
 	if (bs->heap_pages)
 		tb_page_source_close(bs->heap_pages);
 	tb_heap_rows_end(&bs->rows);
@@ -685,14 +685,21 @@ bitmap_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 	int			nrels = 0;
 	ListCell   *lc;
 
+	int			ntoast;
+
 	if (!bs->plan_copies)
 		return size;
-	/* The table and its indexes (a tree may scan one twice: listed once). */
-	rels = palloc(sizeof(Relation) * (1 + list_length(bs->indexes)));
+	/*
+	 * The table, its indexes (a tree may scan one twice: listed once) and
+	 * its toast relation and index.
+	 */
+	rels = palloc(sizeof(Relation) * (3 + list_length(bs->indexes)));
 	rels[nrels++] = bs->css.ss.ss_currentRelation;
 	foreach(lc, bs->indexes)
 		rels[nrels++] = ((BitmapSource *) lfirst(lc))->index;
-	size = add_size(size, tb_leader_pages_collect(&bs->leader_pages, rels, nrels));
+	ntoast = tb_toast_relations_open(bs->css.ss.ss_currentRelation, rels + nrels);
+	size = add_size(size, tb_leader_pages_collect(&bs->leader_pages, rels, nrels + ntoast));
+	tb_toast_relations_close(rels + nrels, ntoast);
 	pfree(rels);
 	return size;
 }
@@ -750,21 +757,14 @@ bitmap_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 {
 	TempBitmapScanState *bs = (TempBitmapScanState *) node;
 	TbLeaderPageList *list;
-	ListCell   *lc;
 
 	bs->shared = (SharedBitmap *) coordinate;
 	if (!bs->plan_copies)
 		return;
 	list = leader_page_list(bs->shared);
 	bs->stays_out = !tb_leader_pages_usable(list);
-	tb_leader_pages_attach(list, RelationGetRelid(bs->css.ss.ss_currentRelation),
-						   bs->heap_pages);
-	foreach(lc, bs->indexes)
-	{
-		BitmapSource *src = lfirst(lc);
-
-		tb_leader_pages_attach(list, RelationGetRelid(src->index), src->pages);
-	}
+	if (!bs->stays_out)
+		tb_leader_pages_attach(list);
 }
 
 /*

@@ -379,7 +379,8 @@ index_scan_flush(CustomScanState *node)
 	}
 	if (is->index_only)
 		pages += tb_flush_local_buffers(&heap_file, VISIBILITYMAP_FORKNUM);
-	pages += tb_toast_flush(rel);
+	if (!is->leader_pages.copies)
+		pages += tb_toast_flush(rel);
 	return pages;
 }
 
@@ -516,7 +517,6 @@ index_scan_end(CustomScanState *node)
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
 	tb_scan_run_end(&is->run);
-	tb_leader_pages_release(&is->leader_pages);
 	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);
@@ -560,19 +560,26 @@ leader_page_list(void *coordinate, int nworkers)
 	return (TbLeaderPageList *) ((char *) coordinate + worker_counts_size(nworkers));
 }
 
-/* Leader: the pages of the table and of the index it holds now, listed for the workers. */
+/*
+ * Leader: the pages it holds now of the table, the index and the toast
+ * relation and its index, listed for the workers.
+ */
 static Size
 index_scan_estimate_dsm(CustomScanState *node, ParallelContext *pcxt)
 {
 	TempIndexScanState *is = (TempIndexScanState *) node;
 	Size		size = worker_counts_size(pcxt->nworkers);
-	Relation	rels[2];
+	Relation	rels[4];
+	int			ntoast;
 
 	if (!is->plan_copies)
 		return size;
 	rels[0] = is->css.ss.ss_currentRelation;
 	rels[1] = is->index;
-	return add_size(size, tb_leader_pages_collect(&is->leader_pages, rels, 2));
+	ntoast = tb_toast_relations_open(rels[0], rels + 2);
+	size = add_size(size, tb_leader_pages_collect(&is->leader_pages, rels, 2 + ntoast));
+	tb_toast_relations_close(rels + 2, ntoast);
+	return size;
 }
 
 static void
@@ -643,8 +650,8 @@ index_scan_initialize_worker(CustomScanState *node, shm_toc *toc,
 		TbLeaderPageList *list = leader_page_list(coordinate, is->worker_counts->nworkers);
 
 		is->stays_out = !tb_leader_pages_usable(list);
-		tb_leader_pages_attach(list, RelationGetRelid(is->css.ss.ss_currentRelation), is->pages);
-		tb_leader_pages_attach(list, RelationGetRelid(is->index), is->pages);
+		if (!is->stays_out)
+			tb_leader_pages_attach(list);
 	}
 	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{

@@ -282,9 +282,10 @@ temp_scan_next(ScanState *ss)
 		tb_ts_prepare(ts, TB_FLUSH_UPFRONT);
 		tb_ts_reset_pass(ts);
 	}
-	if (ts->shared && ts->shared->leader_only && IsParallelWorker())
+	if (ts->shared && (ts->shared->leader_only || ts->stays_out) && IsParallelWorker())
 		return ExecClearTuple(slot);
 
+	tb_ts_resume_in_place(ts);
 	for (;;)
 	{
 		BlockNumber blkno;
@@ -297,6 +298,7 @@ temp_scan_next(ScanState *ss)
 
 			ts->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 			ts->tuple.t_len = ItemIdGetLength(lp);
+			tb_ts_pause_in_place(ts);
 			ItemPointerSet(&ts->tuple.t_self, ts->page_block, off);
 			ts->tuple.t_tableOid = RelationGetRelid(ss->ss_currentRelation);
 			if (ts->toast && HeapTupleHasExternal(&ts->tuple))
@@ -314,6 +316,7 @@ temp_scan_next(ScanState *ss)
 		{
 			ExecClearTuple(slot);
 			tb_ts_unpin_page(ts);
+			tb_ts_resume_in_place(ts);
 			return slot;
 		}
 		CHECK_FOR_INTERRUPTS();
@@ -340,9 +343,6 @@ temp_scan_end(CustomScanState *node)
 
 	tb_ts_unpin_page(ts);
 	tb_pinset_release(&ts->pins);
-	/* Gather waited for its workers before the plan ended: none copies now. */
-	tb_dismiss_workers(ts->ptracer_hold);
-	ts->ptracer_hold = 0;
 	tb_scan_run_end(&ts->run);
 	if (ts->toast)
 		tb_toast_reader_close(ts->toast);
@@ -430,8 +430,7 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		ts->leader_pages = (TbLeaderPage *) ((char *) ts->shared +
 										   ts->shared->leader_pages_offset);
 		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
-			err = tb_page_source_leader_errno(ts->shared->leader_pid,
-											  ts->leader_pages[0].desc_addr);
+			err = tb_shared_pool_attach(&ts->shared->pool);
 		ts->copies_from_leader = err == 0;
 		if (!ts->copies_from_leader)
 		{
@@ -441,6 +440,13 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 			pg_atomic_fetch_add_u32(&ts->shared->workers_refused, 1);
 		}
 	}
+	/*
+	 * A worker that cannot copy the toast pages the leader lists (never
+	 * written: tb_ts_write_table()) takes no part: the others cover it.
+	 */
+	ts->stays_out = !tb_leader_pages_usable(tb_ts_toast_list(ts->shared));
+	if (!ts->stays_out)
+		tb_leader_pages_attach(tb_ts_toast_list(ts->shared));
 	pg_atomic_fetch_add_u32(&ts->shared->workers_started, 1);
 	if (TB_HAZARD_PAUSES_READS(tb_debug_hazard))
 	{
@@ -486,11 +492,11 @@ note_page_source(TempScanState *ts)
 	if (ts->copies_off_reason != NULL)
 		ts->page_source = psprintf("file (%s)", ts->copies_off_reason);
 	else if (refused == 0)
-		ts->page_source = "leader copies, file";
+		ts->page_source = "leader's pool, file";
 	else if (err != 0)
-		ts->page_source = psprintf("file (leader copy denied: %s)", strerror(err));
+		ts->page_source = psprintf("file (leader's pool denied: %s)", strerror(err));
 	else
-		ts->page_source = "file (workers declined copies: pg_tempbuf.debug_hazard)";
+		ts->page_source = "file (workers declined the leader's pool: pg_tempbuf.debug_hazard)";
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -592,7 +598,7 @@ temp_scan_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	/* Only the leader has buffers to copy from. */
 	ExplainPropertyInteger("Pages From Local Buffers", NULL, counts[0].buffer_pages, es);
 	if (leader_pages > 0)
-		EXPLAIN_PER_PARTICIPANT("Pages Copied From Leader", leader_pages);
+		EXPLAIN_PER_PARTICIPANT("Pages From Leader's Pool", leader_pages);
 	if (waits > 0)
 		EXPLAIN_PER_PARTICIPANT("Waits For Flush", waits);
 #undef EXPLAIN_PER_PARTICIPANT

@@ -124,6 +124,34 @@ tb_hazard_worker_meets(BlockNumber blkno, const char *page, bool from_leader,
 	return true;
 }
 
+/*
+ * Worker, pg_tempbuf.debug_hazard, reading a page in place in the leader's
+ * pool: pause at the first row handed out from it (a pointer into the
+ * page) until the leader has changed the page; tb_ts_resume_in_place()
+ * ends the pause once the parent has read the row, at the next row.
+ */
+void
+tb_ts_pause_in_place(TempScanState *ts)
+{
+	if (!ts->hazard_pending)
+		return;
+	ts->hazard_pending = false;
+	/* evict_during_batch is about the buffer, not the page's contents. */
+	ts->hazard_paused =
+		tb_mid_read_hook(ts->page_block,
+						 tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH ? NULL : ts->page,
+						 true, false, tb_mid_read_arg);
+}
+
+void
+tb_ts_resume_in_place(TempScanState *ts)
+{
+	if (!ts->hazard_paused)
+		return;
+	ts->hazard_paused = false;
+	tb_mid_read_hook(ts->page_block, NULL, true, true, tb_mid_read_arg);
+}
+
 /* Write a local buffer's page if it is dirty, as an eviction would. */
 static void
 write_if_dirty(Buffer buffer)
@@ -232,10 +260,12 @@ tb_ts_serve_hazard(TempScanState *ts)
 
 /*
  * Leader, pg_tempbuf.debug_hazard prune_during_read or write_during_read,
- * for every scan whose worker reads the file: wait a
- * little for a worker to pause in the middle of a page of rel, and prune
- * it and write it back, or write it back, as code running in the leader
- * (a function above Gather) and an eviction could.
+ * for every scan whose worker reads the file, and prune_during_copy for
+ * an index or bitmap scan whose worker copies the page out of the
+ * leader's pool: wait a little for a worker to pause in the middle of a
+ * page of rel, and prune it and write it back, write it back, or prune it,
+ * as code running in the leader (a function above Gather) and an eviction
+ * could.
  */
 void
 tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
@@ -244,15 +274,17 @@ tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
 	Buffer		buffer;
 
 	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_READ &&
-		tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
+		tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ &&
+		tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY)
 		return;
 	if (!wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
 		return;
 	blkno = meet->block;
 	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
-	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_READ)
+	if (tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
 		heap_page_prune_opt(rel, buffer);
-	write_if_dirty(buffer);
+	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY)
+		write_if_dirty(buffer);
 	ReleaseBuffer(buffer);
 	served(meet, rel, blkno);
 }

@@ -21,6 +21,7 @@
 #include "storage/condition_variable.h"
 
 #include "pg_tempbuf.h"
+#include "shared_pool.h"
 #include "scan_run.h"
 
 /* Workers may read every block: no flush is under way. */
@@ -39,7 +40,7 @@ typedef struct TempScanCounters
 	uint64		toast_values;	/* out-of-line values fetched privately */
 	uint64		toast_pages;	/* toast heap and index pages read for them */
 	uint64		buffer_pages;	/* of pages, those the leader read in its buffers */
-	uint64		leader_pages;	/* of pages, those a worker copied from the leader's */
+	uint64		leader_pages;	/* of pages, those a worker read in the leader's buffers */
 	uint64		waits;			/* times a worker waited for the flush */
 } TempScanCounters;
 
@@ -69,15 +70,16 @@ typedef struct TempScanShared
 	pg_atomic_uint32 leader_gone;
 	ConditionVariable flush_progress;
 	pg_atomic_uint32 workers_started;	/* counted once each tried leader_pages */
-	pg_atomic_uint32 workers_refused;	/* and could not copy from the leader */
+	pg_atomic_uint32 workers_refused;	/* and could not map the leader's pool */
 	pg_atomic_uint32 refused_errno; /* why a worker could not, for EXPLAIN */
 
 	/*
-	 * The table's pages in the leader's local buffers, by block, where the
-	 * leader's memory holds them; nleader_pages is 0 when workers read the
-	 * file only.  The list follows the counters.
+	 * The table's pages in the leader's local buffers, by block, with the
+	 * buffer holding each in the pool workers map (shared_pool.c);
+	 * nleader_pages is 0 when workers read the file only.  The list follows
+	 * the counters.
 	 */
-	pid_t		leader_pid;
+	TbSharedPoolRef pool;
 	int			nleader_pages;
 	Size		leader_pages_offset;
 
@@ -88,6 +90,13 @@ typedef struct TempScanShared
 	bool		any_reserved;
 	BlockNumber reserved_bits;
 	Size		reserved_offset;
+
+	/*
+	 * The pages of the toast relation and its index in the leader's pool,
+	 * where participants fetch out-of-line values and workers may map the
+	 * pool (leader_pages.c): then the toast relation is not written.
+	 */
+	Size		toast_list_offset;
 
 	TbHazardMeet hazard;		/* pg_tempbuf.debug_hazard */
 
@@ -152,8 +161,11 @@ typedef struct TempScanState
 	int			leader_pages_room;
 	BlockNumber reserved_room;	/* and bits for the blocks it keeps */
 	const char *copies_off_reason;	/* why it lists none, this pass */
-	uint64		ptracer_hold;	/* from tb_admit_workers(), until the end */
 	const char *page_source;	/* for EXPLAIN: how workers got those pages */
+
+	/* leader: the toast pages listed for workers, from EstimateDSM on */
+	TbLeaderPageSet toast_pages;
+	bool		toast_listed;	/* workers copy toast pages: none is written */
 
 	/* leader: pages kept from changing while workers read (page_guard.c) */
 	TbPinSet	pins;
@@ -165,13 +177,12 @@ typedef struct TempScanState
 	uint64		pages_pinned;	/* for EXPLAIN, summed over passes */
 	uint64		pages_kept;
 
-	/* worker: copies pages the leader holds out of its memory */
+	/* worker: reads the pages the leader holds in place, in its pool */
 	bool		copies_from_leader;
 	TbLeaderPage *leader_pages;	/* in the shared state */
-	char	   *copies;			/* the last batch of copies, a page each */
-	const TbLeaderPage *copied; /* their entries in leader_pages */
-	bool		copy_valid[TB_LEADER_COPY_BATCH];
-	int			ncopies;
+	bool		stays_out;		/* cannot map the pool for the toast relation */
+	bool		hazard_pending; /* pg_tempbuf.debug_hazard: pause at the next row */
+	bool		hazard_paused;	/* paused at a row of the page in hand */
 
 	/*
 	 * Private toast fetches: the varlena columns the quals use, fetched
@@ -226,6 +237,13 @@ tb_ts_reserved_map(TempScanShared *shared)
 	return (uint64 *) ((char *) shared + shared->reserved_offset);
 }
 
+/* The list of the leader's toast pages, at the end of the shared state. */
+static inline TbLeaderPageList *
+tb_ts_toast_list(TempScanShared *shared)
+{
+	return (TbLeaderPageList *) ((char *) shared + shared->toast_list_offset);
+}
+
 /* temp_scan_supply.c */
 extern int64 tb_ts_write_table(CustomScanState *node);
 extern void tb_ts_flush_table(TempScanState *ts);
@@ -244,6 +262,8 @@ extern void tb_ts_finish_flush(TempScanState *ts, bool completed);
 
 /* temp_scan_hazard.c */
 extern void tb_ts_stall_for_hazard(TbDebugHazard hazard);
+extern void tb_ts_pause_in_place(TempScanState *ts);
+extern void tb_ts_resume_in_place(TempScanState *ts);
 extern void tb_ts_serve_hazard(TempScanState *ts);
 
 /* temp_scan_tuples.c */

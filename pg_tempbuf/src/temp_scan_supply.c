@@ -63,7 +63,7 @@ tb_ts_write_table(CustomScanState *node)
 		return 0;
 	tb_ts_decide_toast(ts);
 	pages = tb_flush_local_buffers(&file, MAIN_FORKNUM);
-	if (ts->fetch_toast)
+	if (ts->fetch_toast && !ts->toast_listed)
 		pages += tb_toast_flush(rel);
 	ts->flushed = true;
 	return pages;
@@ -108,9 +108,9 @@ tb_ts_prepare(TempScanState *ts, TbFlushMode mode)
 	{
 		/*
 		 * Workers fetching out-of-line values need the toast relation on
-		 * disk before they start.
+		 * disk before they start, unless they copy its pages from the pool.
 		 */
-		if (ts->fetch_toast)
+		if (ts->fetch_toast && !ts->toast_listed)
 			mode = TB_FLUSH_UPFRONT;
 		if (mode == TB_FLUSH_UPFRONT)
 			tb_ts_flush_table(ts);
@@ -162,7 +162,7 @@ void
 tb_ts_reset_pass(TempScanState *ts)
 {
 	tb_ts_unpin_page(ts);
-	ts->ncopies = 0;
+	ts->hazard_pending = ts->hazard_paused = false;
 	ts->last_xmin.xid = InvalidTransactionId;
 	ts->next_block = 0;
 	ts->chunk_next = ts->chunk_end = 0;
@@ -172,12 +172,6 @@ tb_ts_reset_pass(TempScanState *ts)
 	ts->reserved_next = 0;
 }
 
-/*
- * Worker: copy blkno from the leader's buffers, if it held the page when
- * the scan started and still does.  Any other page is on disk in its
- * newest image: it was not in the leader's buffers, or their eviction
- * wrote it.
- */
 static int
 compare_leader_pages(const void *a, const void *b)
 {
@@ -188,45 +182,32 @@ compare_leader_pages(const void *a, const void *b)
 }
 
 /*
- * Worker: the page blkno, copied from the leader's buffers, or NULL when
- * the leader does not hold it (or no longer did during the copy).  The
- * copy comes in a batch with the leader's next pages of this worker's
- * chunk, which no other participant reads.
+ * Worker: the page blkno where it lies in the leader's buffer (the pool's
+ * mapping), or NULL when the leader did not list it.  Every listed page is
+ * pinned by the leader until the scan ends (share_leader_pages()), so
+ * nothing but hint bits changes it while this worker reads its tuples
+ * there.
+ *
+ * Under pg_tempbuf.debug_hazard the worker pauses when it hands out the
+ * page's first row, a pointer into the page, until its parent has read
+ * the row (tb_ts_pause_in_place()), while the leader tries to prune the
+ * page or give its buffer to another block: the pins must refuse both.
  */
-static char *
-copy_from_leader(TempScanState *ts, BlockNumber blkno)
+static const char *
+leader_page_in_place(TempScanState *ts, BlockNumber blkno)
 {
-	TbLeaderPage key = {0, 0, blkno};
+	Relation	rel = ts->css.ss.ss_currentRelation;
+	TbLeaderPage key = {blkno, 0};
 	const TbLeaderPage *lp;
-	const TbLeaderPage *end;
-	int			n;
-
-	for (int i = 0; i < ts->ncopies; i++)
-	{
-		if (ts->copied[i].blkno == blkno)
-			return ts->copy_valid[i] ? ts->copies + (Size) i * BLCKSZ : NULL;
-	}
+	const char *page;
 
 	lp = bsearch(&key, ts->leader_pages, ts->shared->nleader_pages,
 				 sizeof(TbLeaderPage), compare_leader_pages);
 	if (lp == NULL)
 		return NULL;
-	end = ts->leader_pages + ts->shared->nleader_pages;
-	/* The other hazards pause in the middle of a page: one at a time. */
-	for (n = 1; n < TB_LEADER_COPY_BATCH && lp + n < end &&
-		 (!tb_mid_read_hook || tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH); n++)
-	{
-		if (lp[n].blkno >= ts->chunk_end)
-			break;
-	}
-	if (ts->copies == NULL)
-		ts->copies = MemoryContextAlloc(ts->css.ss.ps.state->es_query_cxt,
-										(Size) TB_LEADER_COPY_BATCH * BLCKSZ);
-	tb_page_source_copy_leader(ts->css.ss.ss_currentRelation, ts->shared->leader_pid,
-							   lp, n, ts->copies, ts->copy_valid);
-	ts->copied = lp;
-	ts->ncopies = n;
-	return ts->copy_valid[0] ? ts->copies : NULL;
+	page = tb_page_source_leader_page(rel, lp);
+	ts->hazard_pending = page != NULL && tb_mid_read_hook != NULL;
+	return page;
 }
 
 /*
@@ -239,12 +220,13 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	Snapshot	snapshot = ts->css.ss.ps.state->es_snapshot;
 	TempScanCounters *counters = tb_ts_my_counters(ts);
-	char	   *copy = NULL;
+	const char *in_place = NULL;
 	Page		page;
 	OffsetNumber maxoff;
 	bool		all_visible;
 
 	tb_ts_unpin_page(ts);
+	tb_ts_resume_in_place(ts);
 	if (ts->resident)
 		ts->pinned = tb_pin_resident_page(rel, ts->resident, ts->nresident,
 										  MAIN_FORKNUM, blkno);
@@ -253,14 +235,17 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 		ts->page = BufferGetPage(ts->pinned);
 		counters->buffer_pages++;
 	}
-	else if (ts->copies_from_leader && (copy = copy_from_leader(ts, blkno)) != NULL)
+	else if (ts->copies_from_leader && (in_place = leader_page_in_place(ts, blkno)) != NULL)
 	{
-		ts->page = copy;
+		ts->page = unconstify(char *, in_place);
 		counters->leader_pages++;
 	}
 	else
+	{
+		ts->page = ts->page_buf;
 		counters->rereads += tb_page_source_read_file(rel, MAIN_FORKNUM, blkno,
 													  ts->page, ts->scratch);
+	}
 	counters->pages++;
 	page = (Page) ts->page;
 
@@ -312,70 +297,94 @@ reserved_offset(int nworkers, int leader_pages_room)
 							 mul_size(leader_pages_room, sizeof(TbLeaderPage))));
 }
 
+static Size
+toast_list_offset(int nworkers, int leader_pages_room, BlockNumber reserved_room)
+{
+	return MAXALIGN(add_size(reserved_offset(nworkers, leader_pages_room),
+							 mul_size((reserved_room + 63) / 64, sizeof(uint64))));
+}
+
 /*
- * The shared state's size: the counters, the list of the leader's pages
- * and a bit per block for those it keeps.
+ * Leader: list the pages of the toast relation and its index it holds, for
+ * participants that fetch out-of-line values: workers copy them from its
+ * pool, and the toast relation is not written.  Returns the list's size.
+ */
+static Size
+collect_toast_pages(TempScanState *ts, bool pool)
+{
+	Relation	rels[2];
+	int			nrels;
+	Size		size;
+
+	tb_ts_decide_toast(ts);
+	/* A leader out of the scan could not cover workers that stay out. */
+	tb_leader_pages_init(&ts->toast_pages,
+						 pool && ts->fetch_toast && parallel_leader_participation);
+	nrels = ts->toast_pages.copies ?
+		tb_toast_relations_open(ts->css.ss.ss_currentRelation, rels) : 0;
+	size = tb_leader_pages_collect(&ts->toast_pages, rels, nrels);
+	tb_toast_relations_close(rels, nrels);
+	ts->toast_listed = ts->toast_pages.copies && nrels == 2;
+	return size;
+}
+
+/*
+ * The shared state's size: the counters, the list of the leader's pages,
+ * a bit per block for those it keeps, and the list of its toast pages.
  */
 Size
 tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(ts->css.ss.ss_currentRelation);
+	bool		pool = offers_leader_pages(ts);
 
 	ts->leader_pages_room = 0;
-	if (offers_leader_pages(ts))
+	if (pool)
 		ts->leader_pages_room = (int) Min((BlockNumber) NLocBuffer, nblocks);
 	/* pg_tempbuf.debug_hazard: as if the table had doubled since. */
 	if (tb_debug_hazard == TB_HAZARD_LIST_OVERFLOW)
 		ts->leader_pages_room /= 2;
 	/* A bit per block for those the leader keeps: 4 kB for 256 MB of table. */
 	ts->reserved_room = nblocks;
-	return add_size(reserved_offset(pcxt->nworkers, ts->leader_pages_room),
-					mul_size((nblocks + 63) / 64, sizeof(uint64)));
+	return add_size(toast_list_offset(pcxt->nworkers, ts->leader_pages_room, nblocks),
+					collect_toast_pages(ts, pool));
 }
 
 /*
- * Leader: list the pages a worker copies from its buffers: the dirty ones.
- * A clean page is the same on disk, and a read call costs a worker about
- * what a copy does (less without checksums, as pglab flush-cost measures).
- * Each listed buffer is pinned, so that it holds that page, unchanged,
- * until the scan ends (page_guard.c); a page the pin budget leaves out is
- * one the leader reads itself.
+ * Leader: list the pages workers read in place in its pool: every page of
+ * the table it holds, dirty or clean (a read in place costs a worker less
+ * than a read call of the file).  Each listed buffer is pinned, so that it
+ * holds that page, unchanged but for hint bits, until the scan ends
+ * (page_guard.c); a dirty page the pin budget leaves out is one the leader
+ * reads itself, a clean one workers read from the file.
  */
 static void
 share_leader_pages(TempScanState *ts, TempScanShared *shared)
 {
 	TbLeaderPage *pages = (TbLeaderPage *) ((char *) shared + shared->leader_pages_offset);
 	int			n = 0;
-	bool		any_dirty = false;
 
-	shared->leader_pid = MyProcPid;
 	shared->nleader_pages = 0;
 	ts->copies_off_reason = NULL;
 	if (!ts->partial || shared->leader_only)
 		return;
-	ts->copies_off_reason = tb_leader_copies_unavailable();
+	ts->copies_off_reason = tb_shared_pool_unavailable();
 	if (ts->copies_off_reason != NULL)
 		return;
-	for (int i = 0; i < ts->nresident && !any_dirty; i++)
-		any_dirty = ts->resident[i].dirty;
-	if (!any_dirty)
+	if (ts->nresident == 0)
 	{
-		ts->copies_off_reason = "no dirty page in the leader's buffers";
+		ts->copies_off_reason = "no page of the table in the leader's buffers";
 		return;
 	}
-	/* Once per scan: the hold lasts until the end, rescans included. */
-	if (ts->ptracer_hold == 0 &&
-		!tb_admit_workers(&ts->ptracer_hold, &ts->copies_off_reason))
-		return;
+	tb_shared_pool_describe(&shared->pool);
 	for (int i = 0; i < ts->nresident; i++)
 	{
-		if (!ts->resident[i].dirty)
-			continue;
 		if (!tb_debug_unprotected)
 		{
 			if (!tb_pinset_add(&ts->pins, ts->resident[i].buf_id))
 			{
-				if (!tb_reserve_block(tb_ts_reserved_map(shared), shared->reserved_bits,
+				if (ts->resident[i].dirty &&
+					!tb_reserve_block(tb_ts_reserved_map(shared), shared->reserved_bits,
 									  ts->resident[i].blkno))
 					elog(ERROR, "block %u of temporary table \"%s\" is beyond the scan's shared state",
 						 ts->resident[i].blkno,
@@ -387,7 +396,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 
 		/*
 		 * The table grew past the list's room since the DSM was sized, which
-		 * a read-only statement cannot do: offer no copies, so that the
+		 * a read-only statement cannot do: offer no pages, so that the
 		 * leader writes what workers read.
 		 */
 		if (n >= ts->leader_pages_room)
@@ -396,9 +405,8 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 			n = 0;
 			break;
 		}
-		tb_local_buffer_addresses(ts->resident[i].buf_id, &pages[n].page_addr,
-								  &pages[n].desc_addr);
 		pages[n].blkno = ts->resident[i].blkno;
+		pages[n].buf_id = ts->resident[i].buf_id;
 		n++;
 	}
 	shared->nleader_pages = n;
@@ -482,6 +490,9 @@ tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 	shared->leader_pages_offset = leader_pages_offset(pcxt->nworkers);
 	shared->reserved_offset = reserved_offset(pcxt->nworkers, ts->leader_pages_room);
 	shared->reserved_bits = ts->reserved_room;
+	shared->toast_list_offset = toast_list_offset(pcxt->nworkers, ts->leader_pages_room,
+												  ts->reserved_room);
+	tb_leader_pages_share(&ts->toast_pages, tb_ts_toast_list(shared));
 	tb_hazard_meet_init(&shared->hazard);
 	ts->hazard_served = false;
 	guard_pages(ts, shared);

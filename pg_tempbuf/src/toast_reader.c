@@ -288,6 +288,36 @@ tb_toast_price(Relation rel, int *dirty_pages, bool *has_data, bool *known_clean
 		*known_clean = tb_fork_known_clean(&entry->files[i], MAIN_FORKNUM);
 }
 
+/*
+ * Leader: rel's toast relation and its index, opened into rels[] for a
+ * scan that lists their pages in its pool for workers (leader_pages.c);
+ * returns how many, 0 without a toast relation.
+ */
+int
+tb_toast_relations_open(Relation rel, Relation *rels)
+{
+	const char *reason;
+	Oid			indexoid;
+
+	if (!OidIsValid(rel->rd_rel->reltoastrelid))
+		return 0;
+	rels[0] = table_open(rel->rd_rel->reltoastrelid, AccessShareLock);
+	indexoid = toast_index(rels[0], &reason);
+	if (!OidIsValid(indexoid))
+		return 1;
+	rels[1] = index_open(indexoid, AccessShareLock);
+	return 2;
+}
+
+void
+tb_toast_relations_close(Relation *rels, int nrels)
+{
+	if (nrels > 1)
+		index_close(rels[1], AccessShareLock);
+	if (nrels > 0)
+		table_close(rels[0], AccessShareLock);
+}
+
 /* Leader: write the dirty pages tb_toast_price() counts. */
 int64
 tb_toast_flush(Relation rel)

@@ -135,7 +135,7 @@ def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None
                 counts[f"workers read pages written by this scan, {mode}"] += 1
         if "Waits For Flush" in node:
             counts[f"workers waited for the flush, {mode}"] += 1
-        if re.search(r"worker \d+=[1-9]", node.get("Pages Copied From Leader", "")):
+        if re.search(r"worker \d+=[1-9]", node.get("Pages From Leader's Pool", "")):
             counts[f"workers copied pages from the leader, {mode}"] += 1
         if node.get("Pages Pinned", 0) > 0:
             counts["guarded: pages pinned against the leader's changes"] += 1
@@ -153,14 +153,12 @@ def yama_scope() -> int | None:
     return int(YAMA_SCOPE.read_text()) if YAMA_SCOPE.exists() else None
 
 
-def leader_copies_unavailable() -> str | None:
-    """None when workers may copy pages out of the leader's memory on this system, else why not.
-    At Yama scope 1 the leader declares the postmaster its ptracer, which admits the workers."""
+def leader_pool_unavailable() -> str | None:
+    """None when workers may map the leader's pool of local buffers on this system, else why
+    not.  The pool is a memfd workers open through /proc/<pid>/fd: a PTRACE_MODE_READ check,
+    which Yama leaves alone (it restricts attaching)."""
     if sys.platform != "linux":
-        return "process_vm_readv is Linux only"
-    scope = yama_scope()
-    if scope is not None and scope >= 2:
-        return f"Yama ptrace_scope is {scope}: workers cannot read the leader"
+        return "the leader's shared pool is Linux only"
     return None
 
 

@@ -5,17 +5,21 @@ keeps the answer exact.  Each runs again with the guards off
 what shows the test can fail.
 
 The hazards, and the guard each one meets (see page_guard.c):
-- the leader prunes a page a worker copies from its buffers: the pin on every listed buffer;
+- the leader prunes a page a worker reads in place in its pool (Temp Seq Scan): the pin on
+  every listed buffer;
+- the leader prunes a heap page a worker of an index scan copies out of its pool, under a
+  function above Gather: each copy compared with a second one;
 - the leader prunes and writes back a page a worker reads from the file, while a function
   above Gather may read the table: pins on the resident pages it could prune, the others
   kept for the leader; for an index scan, whose workers need whichever heap page the index
   names, each read of the file compared with a second one (where no checksum would catch it);
-- a copied buffer holds another page for a while (evicted and read again): the pin;
+- a buffer a worker reads in place holds another page for a while (evicted and read again):
+  the pin;
 - the leader stalls between the two reads of the start/refuse handshake while workers
-  cannot copy: the order of those reads;
-- a buffer of a worker's batch of copies goes to another block between the batch's two looks
-  at the descriptors: the pin, and without it the descriptor check (the worker reads that page
-  from the file, where the eviction wrote it), so this one stays exact unguarded too;
+  cannot map its pool: the order of those reads;
+- a buffer a worker reads in place goes to another block between its look at the
+  descriptor and its read of the tuples (evict_during_batch, named for the copies of old):
+  the pin;
 - the list of the leader's pages has less room than the pages it would list (a table grown
   since the segment was sized, which a read-only statement cannot do): no copies at all;
 - a portal is bound, the table changes, then the portal runs: the full scan flushes when
@@ -30,7 +34,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import force_parallel, leader_copies_unavailable, plan_text, start_preloaded
+from conftest import force_parallel, leader_pool_unavailable, plan_text, start_preloaded
 from pglab.cluster import Cluster
 from wire import WireError, WireSession
 
@@ -95,8 +99,8 @@ def check(rows: object, exact: object, met: list[str], protected: bool, must_mee
         assert rows != exact, "with the guards off, the forced race should have given a wrong answer"
 
 
-needs_copies = pytest.mark.skipif(leader_copies_unavailable() is not None,
-                                  reason=f"{leader_copies_unavailable()}")
+needs_copies = pytest.mark.skipif(leader_pool_unavailable() is not None,
+                                  reason=f"{leader_pool_unavailable()}")
 
 
 @needs_copies
@@ -118,7 +122,7 @@ def test_prune_during_read(no_checksum_cluster: Cluster, protected: bool, pool: 
     no worker read meets one."""
     with no_checksum_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
         rows, met = run_hazard(conn, "prune_during_read", protected, COUNT_WITH_LEADER_CODE,
-                               {"pg_tempbuf.copy_from_leader": "off"})
+                               {"pg_tempbuf.shared_pool": "off"})
     check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=pool == "64MB")
 
 
@@ -127,7 +131,8 @@ INDEX_SETUP = "CREATE INDEX h_id ON h (id); ANALYZE h;"
 INDEX_COUNT_WITH_LEADER_CODE = (f"SELECT count(*), sum(id), sum(pg_temp.one(id)) FROM h "
                                 f"WHERE id BETWEEN 1 AND {ROWS}")
 INDEX_SCAN_ONLY = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_indexonlyscan": "off",
-                   "pg_tempbuf.copy_from_leader": "off"}
+                   "pg_tempbuf.shared_pool": "off"}
+INDEX_SCAN_FROM_POOL = {**INDEX_SCAN_ONLY, "pg_tempbuf.shared_pool": "on"}
 
 
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
@@ -138,6 +143,21 @@ def test_prune_during_index_scan_read(no_checksum_cluster: Cluster, protected: b
     with no_checksum_cluster.connect(options="-c temp_buffers=64MB") as conn:
         rows, met = run_hazard(conn, "prune_during_read", protected, INDEX_COUNT_WITH_LEADER_CODE,
                                INDEX_SCAN_ONLY, more_setup=INDEX_SETUP)
+        plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
+    assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
+    check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
+
+
+@needs_copies
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_prune_during_index_scan_copy(preloaded_cluster: Cluster, protected: bool) -> None:
+    """A worker of a Temp Index Scan copies a heap page out of the leader's pool while a
+    function above Gather could prune it: the leader prunes it in the middle of the copy.
+    Guarded, the worker's second copy differs and it copies again (checksums or not: a page
+    in the pool has none to verify)."""
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        rows, met = run_hazard(conn, "prune_during_copy", protected, INDEX_COUNT_WITH_LEADER_CODE,
+                               INDEX_SCAN_FROM_POOL, more_setup=INDEX_SETUP)
         plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
     assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
     check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
@@ -190,13 +210,14 @@ def run_on_fresh_table(conn: psycopg.Connection[Any], hazard: str, protected: bo
 @needs_copies
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
 def test_evict_during_batch(preloaded_cluster: Cluster, protected: bool) -> None:
-    """Exact guarded and unguarded; with the descriptor check taken out of
-    tb_page_source_copy_leader, the unguarded run counted 399,774 rows of 400,000 (tried by hand)."""
+    """A worker found the page in the leader's pool, and its buffer goes to another block
+    before it reads the tuples: the pin refuses that; unguarded, the worker reads the other
+    block's rows."""
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
         (rows, scan), met = run_on_fresh_table(conn, "evict_during_batch", protected)
-    assert met, "no worker paused in the middle of a batch: the race was not run"
-    assert scan["Page Source"] == "leader copies, file"
-    assert rows == BATCH_EXACT
+    assert met, "no worker paused in the middle of a page: the race was not run"
+    assert scan["Page Source"] == "leader's pool, file"
+    check(rows, BATCH_EXACT, met, protected, must_meet=True)
 
 
 @needs_copies
@@ -204,7 +225,7 @@ def test_list_overflow(preloaded_cluster: Cluster) -> None:
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
         (rows, scan), _ = run_on_fresh_table(conn, "list_overflow", True)
     assert scan["Page Source"] == "file (the table outgrew the shared list of the leader's pages)"
-    assert scan["Pages Flushed"] > 0 and "Pages Copied From Leader" not in scan
+    assert scan["Pages Flushed"] > 0 and "Pages From Leader's Pool" not in scan
     assert rows == BATCH_EXACT
 
 

@@ -14,13 +14,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import force_parallel, leader_copies_unavailable, temp_scan_nodes
+from conftest import force_parallel, leader_pool_unavailable, temp_scan_nodes
 
 QUERY = "SELECT count(*), sum(x), max(s) FROM t WHERE s LIKE '%a%'"
 
 
-pytestmark = pytest.mark.skipif(leader_copies_unavailable() is not None,
-                                reason=str(leader_copies_unavailable()))
+pytestmark = pytest.mark.skipif(leader_pool_unavailable() is not None,
+                                reason=str(leader_pool_unavailable()))
 
 
 def worker_counts(node: dict[str, Any], field: str) -> int:
@@ -59,8 +59,8 @@ def test_workers_copy_dirty_pages_and_nothing_is_written(preloaded_cluster: Any)
         (node,) = temp_scan_nodes(conn, QUERY)
         assert node["Flush Mode"] == "interleaved"  # a partial aggregate drains the scan
         assert node["Pages Flushed"] == 0
-        assert node["Page Source"] == "leader copies, file"
-        assert worker_counts(node, "Pages Copied From Leader") > 0, node
+        assert node["Page Source"] == "leader's pool, file"
+        assert worker_counts(node, "Pages From Leader's Pool") > 0, node
         assert dirty_pages(conn) == dirty  # the table is as it was
         parallel = conn.execute(QUERY).fetchall()
         assert parallel == serial_result(conn)
@@ -74,22 +74,22 @@ def test_pages_not_in_the_leaders_buffers_come_from_the_file(preloaded_cluster: 
         new_dirty_table(conn, rows=60000)
         (node,) = temp_scan_nodes(conn, QUERY)
         pages = sum(int(n) for n in re.findall(r"=(\d+)", node["Pages Read"]))
-        copied = worker_counts(node, "Pages Copied From Leader")
+        copied = worker_counts(node, "Pages From Leader's Pool")
         from_buffers = node["Pages From Local Buffers"]
         assert copied + from_buffers <= 100  # at most the 100 buffers of the pool
         assert pages > copied + from_buffers  # the rest came from the file
         assert conn.execute(QUERY).fetchall() == serial_result(conn)
 
 
-def test_copy_from_leader_off_makes_the_leader_write(preloaded_cluster: Any) -> None:
+def test_shared_pool_off_makes_the_leader_write(preloaded_cluster: Any) -> None:
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
         force_parallel(conn)
         conn.execute("SET pg_tempbuf.debug_sync_start = on")
-        conn.execute("SET pg_tempbuf.copy_from_leader = off")
+        conn.execute("SET pg_tempbuf.shared_pool = off")
         new_dirty_table(conn)
         (node,) = temp_scan_nodes(conn, QUERY)
-        assert "Pages Copied From Leader" not in node
-        assert node["Page Source"] == "file (pg_tempbuf.copy_from_leader is off)"
+        assert "Pages From Leader's Pool" not in node
+        assert node["Page Source"] == "file (pg_tempbuf.shared_pool is off)"
         assert node["Pages Flushed"] > 0
         assert conn.execute(QUERY).fetchall() == serial_result(conn)
 

@@ -37,7 +37,7 @@ def clean_table(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
     comes through the check under test.
     """
     conn.execute("SET parallel_leader_participation = off")
-    conn.execute("SET pg_tempbuf.copy_from_leader = off")
+    conn.execute("SET pg_tempbuf.shared_pool = off")
     conn.execute("CREATE TEMP TABLE t AS SELECT g AS x, md5(g::text) AS s FROM generate_series(1, 20000) g")
     conn.execute("ANALYZE t")
     conn.execute("SELECT pg_flush_local_buffers()")

@@ -215,7 +215,7 @@ def test_leader_times_a_write_again_after_slow_ones(preloaded_cluster: Cluster) 
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
         force_parallel(conn)
         conn.execute("SET pg_tempbuf.debug_sync_start = on")
-        conn.execute("SET pg_tempbuf.copy_from_leader = off")
+        conn.execute("SET pg_tempbuf.shared_pool = off")
         conn.execute("CREATE TEMP TABLE slow AS SELECT g AS id FROM generate_series(1, 100000) g")
         conn.execute("SET pg_tempbuf.debug_hazard = slow_writes")
         (node,) = temp_scan_nodes(conn, "SELECT count(*), sum(id) FROM slow")

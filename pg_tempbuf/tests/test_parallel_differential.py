@@ -22,7 +22,7 @@ import psycopg
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import (FORCE_PARALLEL, count_flush_facts, differential_settings, leader_copies_unavailable,
+from conftest import (FORCE_PARALLEL, count_flush_facts, differential_settings, leader_pool_unavailable,
                       temp_scan_nodes, workers_read)
 from mvcc_history import create_leader_probes, history_step, open_transaction, predicate, replay_history, run, statement
 from pglab.cluster import Cluster
@@ -68,7 +68,7 @@ class Case:
     leader_participation: bool
     verify_reread: bool
     sync_start: bool  # the leader waits for workers: they then read even a small table
-    copy_from_leader: bool  # workers copy resident pages from the leader's memory, where allowed
+    shared_pool: bool  # workers copy resident pages from the leader's memory, where allowed
     indexed: bool  # t has an index on id, which probe_index reads
     history: list[list[str]]
     open_tx: list[str]
@@ -87,7 +87,7 @@ def case(draw: st.DrawFn) -> Case:
         leader_participation=draw(st.sampled_from([True, False])),  # hypothesis tries True first
         verify_reread=draw(st.booleans()),
         sync_start=draw(st.sampled_from([True, False])),  # hypothesis tries True first
-        copy_from_leader=draw(st.booleans()),
+        shared_pool=draw(st.booleans()),
         indexed=draw(st.booleans()),
         history=draw(st.lists(history_step(wide), min_size=1, max_size=6)),
         open_tx=draw(st.lists(statement(wide), max_size=3)),
@@ -131,7 +131,7 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
             conn.execute(f"SET parallel_leader_participation = {'on' if c.leader_participation else 'off'}")
             conn.execute(f"SET pg_tempbuf.verify_reread = {'on' if c.verify_reread else 'off'}")
             conn.execute(f"SET pg_tempbuf.debug_sync_start = {'on' if c.sync_start else 'off'}")
-            conn.execute(f"SET pg_tempbuf.copy_from_leader = {'on' if c.copy_from_leader else 'off'}")
+            conn.execute(f"SET pg_tempbuf.shared_pool = {'on' if c.shared_pool else 'off'}")
             setup_tables(conn, c)
             create_leader_probes(conn, c.indexed)
             replay_history(conn, c.history)
@@ -173,9 +173,9 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     # The leader read t while workers read it, and the guards had pages to protect.
     assert used["workers read while the leader read t"] > 0, used
     assert used["guarded: pages pinned against the leader's changes"] > 0, used
-    if leader_copies_unavailable() is None:
+    if leader_pool_unavailable() is None:
         assert sum(n for fact, n in used.items() if fact.startswith("workers copied pages")) > 0, used
     else:
-        print(f"  no copies from the leader: {leader_copies_unavailable()}")
+        print(f"  no copies from the leader: {leader_pool_unavailable()}")
     if EXAMPLES >= 200:  # rarer: each needs a dirty table and a plan shape
         assert written_read["interleaved"] > 0 and written_read["pipelined"] > 0, used

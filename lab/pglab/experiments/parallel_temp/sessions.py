@@ -7,7 +7,7 @@ first query pays for them.  Each case below is built in such a session, for ever
 
 * `fresh_ctas`: CREATE TEMP TABLE AS, then the query (no ANALYZE: a user's session rarely runs one);
 * `steps`: CREATE TEMP TABLE, four INSERT ... SELECT statements, ANALYZE, then the query;
-* `no_copies`: as `fresh_ctas`, with `pg_tempbuf.copy_from_leader = off`: what a system that
+* `no_copies`: as `fresh_ctas`, with `pg_tempbuf.shared_pool = off`: what a system that
   forbids one process to read another's memory gets (Yama's ptrace_scope above 1, a seccomp
   filter, another OS), where the leader writes the dirty pages workers read.  Skipped, and said
   so, when the server does not know that setting.
@@ -53,7 +53,7 @@ EXTENSION = "pg_tempbuf"
 TABLE = "session_t"
 
 INSERT_STEPS = 4  # the `steps` case: CREATE, then this many INSERT ... SELECT
-COPY_GUC = "pg_tempbuf.copy_from_leader"
+COPY_GUC = "pg_tempbuf.shared_pool"
 
 SESSION_QUERIES = ("cpu_aggregate", "count")
 CONFIGS = ("off", "chosen", "forced")

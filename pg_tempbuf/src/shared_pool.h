@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * shared_pool.h
+ *	  The leader's local buffer pool in memory its parallel workers map
+ *	  read-only (shared_pool.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TB_SHARED_POOL_H
+#define TB_SHARED_POOL_H
+
+#include "storage/buf_internals.h"
+
+/* What a worker needs to map its leader's pool: goes into the query's DSM. */
+typedef struct TbSharedPoolRef
+{
+	pid_t		leader_pid;
+	int			fd;				/* the leader's descriptor of the memfd */
+	uint64		cookie;			/* names this pool: checked after mapping */
+	Size		size;
+	int			nbuffers;
+} TbSharedPoolRef;
+
+/* leader */
+extern bool tb_shared_pool_adopt(void);
+extern const char *tb_shared_pool_unavailable(void);
+extern void tb_shared_pool_describe(TbSharedPoolRef *ref);
+
+/* worker */
+extern int	tb_shared_pool_attach(const TbSharedPoolRef *ref);
+extern const BufferDesc *tb_shared_pool_desc(int buf_id);
+extern const char *tb_shared_pool_page(int buf_id);
+
+/* both: what the pool's mapping holds now, for tests and the lab */
+extern Size tb_shared_pool_mapped_bytes(void);
+
+#endif							/* TB_SHARED_POOL_H */
