@@ -112,8 +112,7 @@ SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON 
 EXPLAIN (COSTS OFF) SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000 ORDER BY i.id DESC LIMIT 20;
 SELECT * FROM compare_ways('SELECT row_number() OVER (), id, amount FROM (SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id AND i.id < 3000 ORDER BY i.id DESC LIMIT 20) s');
 SELECT * FROM compare_ways('SELECT row_number() OVER (), id, grp FROM (SELECT o.id, i.grp FROM orders o JOIN items i ON i.id = o.id AND i.id > 100 AND i.id <= 2500 ORDER BY i.id DESC) s');
--- The ordered read of items, shared by the participants: the pages the
--- leader holds cost workers a read in place in its pool.
+-- Only the leader reads the table, above Gather: core's Index Scan.
 EXPLAIN (COSTS OFF) SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust = 3;
 SELECT * FROM compare_ways('SELECT o.id, i.amount FROM orders o JOIN items i ON i.id = o.id WHERE o.cust = 3');
 RESET enable_mergejoin;

@@ -110,8 +110,9 @@ price_index_flush(IndexOptInfo *index, TbScanPrice *price)
  *
  * A shared range's participants each read their share.  Where workers
  * copy the pages the leader holds out of its pool (leader_pages.c), such a
- * page costs them a shared hit, which core's price counts already: only
- * the pages not held add private reads.  Where they cannot, core keeps a
+ * page costs them a shared hit and any other page the read from the file
+ * the serial scan pays too: core's price, as for an UNLOGGED copy, with
+ * nothing added.  Where they cannot, core keeps a
  * partial index path's page reads whole, for participants that share one
  * disk; the pages the leader holds in local buffers come from none (as
  * in cost_temp_scan()): each costs the one participant that reads it, so
@@ -130,13 +131,6 @@ private_read_page_cost(void)
 	if (tb_planning.runs_opaque_code && !DataChecksumsEnabled())
 		return 2.0 * tb_read_page_cost;
 	return tb_read_page_cost;
-}
-
-/* The share of rel's pages in local buffers. */
-static double
-resident_share(RelOptInfo *rel, const TbScanPrice *price)
-{
-	return rel->pages > 0 ? Min(1.0, price->resident_pages / (double) rel->pages) : 0.0;
 }
 
 static bool leader_copies_possible(void);
@@ -163,17 +157,19 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 	{
 		double		divisor = tb_parallel_divisor(ipath->path.parallel_workers);
 		double		sharers = Min(divisor, Max(1.0, index_pages));
-		double		resident = resident_share(rel, price);
+		double		resident = rel->pages > 0 ?
+			Min(1.0, price->resident_pages / (double) rel->pages) : 0.0;
 		double		spc_seq_page_cost;
 
 		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
-		reads *= ipath->path.parallel_workers / divisor / divisor;
 		/*
-		 * Read in the leader's pool, a page it holds costs a shared hit,
-		 * which core's price of the partial path counts already.
+		 * A page the leader holds costs a worker a shared hit out of its
+		 * pool, another one the read from the file the serial scan pays
+		 * too: core's price of the partial path counts both already.
 		 */
 		if (leader_copies_possible())
-			return reads * (1.0 - resident);
+			return 0.0;
+		reads *= ipath->path.parallel_workers / divisor / divisor;
 		reads -= spc_seq_page_cost * (heap_pages + index_pages) * resident *
 			(1.0 - 1.0 / sharers);
 	}
@@ -496,12 +492,12 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 				TbScanPrice partial_price = copies ? nothing_to_write(&bitmap_price) : bitmap_price;
 				TempIndexPath *tpath;
 
-				/* Each participant reads its share of the heap pages. */
-				reads = private_read_page_cost() *
+				/*
+				 * Each participant reads its share of the heap pages; out of
+				 * the leader's pool, as core prices an UNLOGGED copy's.
+				 */
+				reads = copies ? 0.0 : private_read_page_cost() *
 					(heap_pages / tb_parallel_divisor(workers) + index_pages);
-				/* Read in the leader's pool, a page it holds costs a shared hit. */
-				if (copies)
-					reads *= 1.0 - resident_share(rel, &bitmap_price);
 				tpath = (TempIndexPath *) make_wrapping_path(rel, &partial->path,
 															 &partial_price, reads, 1.0,
 															 &temp_bitmap_path_methods);

@@ -206,3 +206,57 @@ def test_fresh_indexed_table_first_bitmap_query_writes_nothing(preloaded_cluster
             parallel, serial = both_ways(conn, BITMAP_QUERY)
             assert parallel == serial
             conn.execute("UPDATE f SET v = v + 1, s = 'x' || s WHERE id % 7 = 0")
+
+
+# -- code in the leader reading the table, at default costs (the shared pool's issue) -----------
+
+MILLION = 1_000_000
+FUNCTION_QUERY = ("SELECT count(*), sum(v), sum(pg_temp.v_of(id / 7 + 1)) FILTER (WHERE id % 50 = 0) "
+                  "FROM f WHERE id BETWEEN 50000 AND 250000")
+BITMAP_OR_QUERY = "SELECT count(*), sum(id), max(s) FROM f WHERE a < 150 OR b < 150"
+
+
+def free_parallelism(conn: psycopg.Connection[Any]) -> None:
+    """Default pg_tempbuf costs; only Gather's own costs made free, as the issue's cases set."""
+    conn.execute("SET parallel_setup_cost = 0")
+    conn.execute("SET parallel_tuple_cost = 0")
+    conn.execute("SET max_parallel_workers_per_gather = 2")
+
+
+@pytest.mark.parametrize("pool", ["512MB", "8MB"], ids=["resident", "evicting"])
+def test_index_range_under_a_function_reading_the_table(preloaded_cluster: Any, pool: str) -> None:
+    """An index range read while a PL/pgSQL function above Gather reads the same table by its
+    index: a partial Temp Index Scan under Gather, workers launched, its rows the serial plan's
+    ten times out of ten.  Workers copy the leader's pages out of its pool, each page twice and
+    compared, since the function may prune one meanwhile."""
+    with preloaded_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
+        free_parallelism(conn)
+        conn.execute("SET enable_seqscan = off")
+        conn.execute("SET enable_bitmapscan = off")
+        new_fresh_table(conn, MILLION)
+        conn.execute("CREATE FUNCTION pg_temp.v_of(k int) RETURNS int LANGUAGE plpgsql STABLE "
+                     "PARALLEL RESTRICTED AS 'BEGIN RETURN (SELECT v FROM f WHERE id = k); END'")
+        node = temp_index_scan_under_gather(conn, FUNCTION_QUERY)
+        assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
+        assert worker_counts(node, "Index Entries") > 0, node
+        exact = [both_ways(conn, FUNCTION_QUERY) for _ in range(10)]
+        assert all(parallel == serial for parallel, serial in exact), exact
+
+
+@pytest.mark.parametrize("pool", ["512MB", "8MB"], ids=["resident", "evicting"])
+def test_bitmap_or_on_a_million_rows(preloaded_cluster: Any, pool: str) -> None:
+    """`a < 150 OR b < 150` over two indexes of a 1M-row table: a partial Temp Bitmap Heap Scan
+    under Gather, workers launched, its rows the serial plan's ten times out of ten."""
+    with preloaded_cluster.connect(options=f"-c temp_buffers={pool}") as conn:
+        free_parallelism(conn)
+        conn.execute("SET enable_indexscan = off")
+        conn.execute("CREATE TEMP TABLE f (id int PRIMARY KEY, a int, b int, s text)")
+        conn.execute("INSERT INTO f SELECT g, (g::bigint * 7919 %% 100003)::int, (g::bigint * 104729 %% 99991)::int, "
+                     "md5(g::text) FROM generate_series(1, %s) g", (MILLION,))
+        conn.execute("CREATE INDEX ON f (a)")
+        conn.execute("CREATE INDEX ON f (b)")
+        conn.execute("ANALYZE f")
+        node = temp_index_scan_under_gather(conn, BITMAP_OR_QUERY, "Temp Bitmap Heap Scan")
+        assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
+        exact = [both_ways(conn, BITMAP_OR_QUERY) for _ in range(10)]
+        assert all(parallel == serial for parallel, serial in exact), exact
