@@ -120,16 +120,20 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	Cost		write_cost;
 	Cost		read_cost;
 
+	in_place = tb_leader_pages_readable();
 	if (!partial)
 	{
-		/* The leader's copy is the serial scan's cost; a worker reads. */
-		*startup = *flush = tb_priced_flush(price);
-		*run = tb_read_page_cost * price->resident_pages;
+		/*
+		 * The leader's read is the serial scan's cost; a worker copies the
+		 * pages the leader holds out of its pool, as cheap as a shared hit,
+		 * or reads them from the file after the leader wrote them.
+		 */
+		*startup = *flush = in_place ? 0.0 : tb_priced_flush(price);
+		*run = in_place ? 0.0 : tb_read_page_cost * price->resident_pages;
 		return;
 	}
 
 	worker_share = parallel_workers / divisor;
-	in_place = tb_leader_pages_readable();
 	read_cost = in_place ? 0.0 :
 		tb_read_page_cost * price->resident_pages * worker_share / divisor;
 	if (price->upfront || !parallel_leader_participation)

@@ -145,7 +145,12 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 	double		index_pages;
 	Cost		reads;
 
-	if (loop_count > 1.0)
+	/*
+	 * Out of the leader's pool, a page it holds costs a worker a shared hit
+	 * and another one the read from the file the serial scan pays too:
+	 * core's price, as for an UNLOGGED copy, with nothing added.
+	 */
+	if (loop_count > 1.0 || leader_copies_possible())
 		return 0.0;
 	heap_pages = index_pages_fetched(tuples, rel->pages, (double) index->pages, root);
 	if (ipath->path.pathtype == T_IndexOnlyScan)
@@ -162,13 +167,6 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 		double		spc_seq_page_cost;
 
 		get_tablespace_page_costs(rel->reltablespace, NULL, &spc_seq_page_cost);
-		/*
-		 * A page the leader holds costs a worker a shared hit out of its
-		 * pool, another one the read from the file the serial scan pays
-		 * too: core's price of the partial path counts both already.
-		 */
-		if (leader_copies_possible())
-			return 0.0;
 		reads *= ipath->path.parallel_workers / divisor / divisor;
 		reads -= spc_seq_page_cost * (heap_pages + index_pages) * resident *
 			(1.0 - 1.0 / sharers);
@@ -331,6 +329,7 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 		Relids		outer = PATH_REQ_OUTER(&ipath->path);
 		double		loop_count = tb_loop_count(root, rel->relid, outer);
 		TbScanPrice index_price = *price;
+		TbScanPrice serial_price;
 
 		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL)
 			continue;
@@ -346,7 +345,9 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 		/* An index-only scan has the visibility map written too. */
 		if (ipath->path.pathtype == T_IndexOnlyScan)
 			index_price.known_clean = index_price.known_clean && vm_known_clean;
-		tb_add_safe_path(root, rel, &make_temp_index_path(root, rel, ipath, &index_price,
+		/* Its workers copy the leader's pages out of its pool, where they can. */
+		serial_price = leader_copies_possible() ? nothing_to_write(&index_price) : index_price;
+		tb_add_safe_path(root, rel, &make_temp_index_path(root, rel, ipath, &serial_price,
 														  loop_count)->path);
 
 		if (outer == NULL && ipath->indexscandir != BackwardScanDirection)
@@ -453,6 +454,7 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		Relids		outer = PATH_REQ_OUTER(&bpath->path);
 		double		loop_count = tb_loop_count(root, rel->relid, outer);
 		TbScanPrice bitmap_price = *price;
+		TbScanPrice serial_price;
 		List	   *indexoids = NIL;
 		double		index_pages = 0.0;
 		double		heap_pages = 0.0;
@@ -471,8 +473,15 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 			reads = private_read_page_cost() * (heap_pages + index_pages);
 		}
 		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
+		serial_price = bitmap_price;
+		if (leader_copies_possible())
+		{
+			/* Its workers copy the leader's pages out of its pool, as in private_reads(). */
+			serial_price = nothing_to_write(&bitmap_price);
+			reads = 0.0;
+		}
 		tb_add_safe_path(root, rel,
-						 &make_wrapping_path(rel, &bpath->path, &bitmap_price, reads,
+						 &make_wrapping_path(rel, &bpath->path, &serial_price, reads,
 											 loop_count, &temp_bitmap_path_methods)->path);
 
 		if (outer == NULL)

@@ -51,7 +51,7 @@ page_list_size(int npages)
 bool
 tb_leader_pages_readable(void)
 {
-	return !IsParallelWorker() && tb_shared_pool_unavailable() == NULL;
+	return !IsParallelWorker() && tb_shared_pool_unreadable() == NULL;
 }
 
 /*

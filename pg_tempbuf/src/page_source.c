@@ -77,6 +77,9 @@ void	   *tb_mid_read_arg = NULL;
 static bool compare_file_reads = false;
 static bool compare_leader_copies = false;
 
+/* Worker: pages the leader's pool holds come from there (see below). */
+static bool read_leader_pool = false;
+
 /*
  * Worker of an index or bitmap scan under code the leader runs that may
  * read the table (a function above Gather): that code may prune a heap
@@ -371,6 +374,83 @@ compare_leader_block(const void *key, const void *member)
 	return blkno < other ? -1 : blkno > other ? 1 : 0;
 }
 
+/*
+ * Worker: one page out of the leader's pool into dest; false when its
+ * buffer no longer holds it.  Under code that may prune it in the leader,
+ * two equal copies (scratch holds the second).
+ */
+static bool
+copy_verified(Relation rel, const TbLeaderPage *page, char *dest, char *scratch)
+{
+	bool		valid;
+
+	for (int attempt = 0;; attempt++)
+	{
+		tb_page_source_copy_leader(rel, page, 1, dest, &valid);
+		if (!valid || !compare_leader_copies)
+			return valid;
+		tb_page_source_copy_leader(rel, page, 1, scratch, &valid);
+		if (!valid || memcmp(dest, scratch, BLCKSZ) == 0)
+			return valid;
+		if (attempt + 1 >= TB_READ_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not copy a consistent image of block %u of temporary table \"%s\" from the leader",
+							page->blkno, RelationGetRelationName(rel)),
+					 errdetail("Two copies differed %d times in a row.",
+							   TB_READ_ATTEMPTS)));
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(100L * (attempt + 1));
+	}
+}
+
+/*
+ * Worker of a node whose leader wrote nothing, its pool serving workers
+ * (a node with no shared state of its own: tb_shared_pool_unreadable()):
+ * every page of the plan's temporary relations the pool holds comes from
+ * there.  The leader made sure its workers may open its descriptors, so a
+ * refusal here is the system's surprise, and an error: the file would
+ * miss the pages the leader holds dirty.
+ */
+void
+tb_page_source_read_leader_pool(Relation rel)
+{
+	int			err;
+
+	Assert(IsParallelWorker());
+	if (read_leader_pool)
+		return;
+	err = tb_shared_pool_attach_leader();
+	if (err != 0)
+	{
+		errno = err;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("parallel worker could not map the leader's local buffers to read temporary table \"%s\": %m",
+						RelationGetRelationName(rel)),
+				 errhint("SET pg_tempbuf.shared_pool = off makes the leader write the pages its workers read.")));
+	}
+	read_leader_pool = true;
+}
+
+/*
+ * Worker: block blkno of rel copied out of the leader's pool where the
+ * pool held it (tb_page_source_read_leader_pool()); false: read the file.
+ */
+bool
+tb_page_source_copy_from_pool(Relation rel, BlockNumber blkno, char *dest, char *scratch)
+{
+	TbLeaderPage page;
+
+	if (!read_leader_pool)
+		return false;
+	page.buf_id = tb_shared_pool_lookup(TbRelationFileId(rel), blkno);
+	if (page.buf_id < 0)
+		return false;
+	page.blkno = blkno;
+	return copy_verified(rel, &page, dest, scratch);
+}
+
 /* Worker: the page from the leader's buffer, if it holds it; false if not. */
 static bool
 copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest)
@@ -379,35 +459,15 @@ copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest
 	{
 		const LeaderPages *rel_pages = &leader_registry[i];
 		const TbLeaderPage *page;
-		bool		valid;
 
 		if (rel_pages->relid != key->relid)
 			continue;
 		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
 					   sizeof(TbLeaderPage), compare_leader_block);
-		if (page == NULL)
-			continue;
-		for (int attempt = 0;; attempt++)
-		{
-			tb_page_source_copy_leader(rel, page, 1, dest, &valid);
-			/* Under code that may prune it in the leader: two equal copies. */
-			if (!valid || !compare_leader_copies)
-				return valid;
-			tb_page_source_copy_leader(rel, page, 1, src->scratch, &valid);
-			if (!valid || memcmp(dest, src->scratch, BLCKSZ) == 0)
-				return valid;
-			if (attempt + 1 >= TB_READ_ATTEMPTS)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("could not copy a consistent image of block %u of temporary table \"%s\" from the leader",
-								key->blkno, RelationGetRelationName(rel)),
-						 errdetail("Two copies differed %d times in a row.",
-								   TB_READ_ATTEMPTS)));
-			CHECK_FOR_INTERRUPTS();
-			pg_usleep(100L * (attempt + 1));
-		}
+		if (page != NULL)
+			return copy_verified(rel, page, dest, src->scratch);
 	}
-	return false;
+	return tb_page_source_copy_from_pool(rel, key->blkno, dest, src->scratch);
 }
 
 /* Let go of what a reference pins or holds. */

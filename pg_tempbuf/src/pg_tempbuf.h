@@ -187,6 +187,9 @@ typedef struct TbLeaderPage
 extern void tb_page_source_copy_leader(Relation rel, const TbLeaderPage *pages,
 									   int npages, char *dest, bool *valid);
 extern const char *tb_page_source_leader_page(Relation rel, const TbLeaderPage *page);
+extern void tb_page_source_read_leader_pool(Relation rel);
+extern bool tb_page_source_copy_from_pool(Relation rel, BlockNumber blkno, char *dest,
+										  char *scratch);
 
 /*
  * leader_pages.c: the pages of a scan's relations the leader holds, listed

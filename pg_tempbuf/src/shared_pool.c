@@ -33,29 +33,36 @@
  * buffer is pinned and none has I/O in flight, so that no pointer into a
  * page or a descriptor is held anywhere.  Pages allocated privately before
  * then are copied into their slots and their private memory given back to
- * the kernel as they go (madvise), then their memory context is reset:
- * memory is never held twice.  temp_buffers keeps its meaning: the pool is
+ * the kernel as they go (madvise, in address order), then their memory
+ * context is reset: memory is never held twice.  temp_buffers keeps its meaning: the pool is
  * sized by it when core first uses local buffers, as before.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "access/parallel.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
+#include "storage/proc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "pg_tempbuf.h"
 #include "shared_pool.h"
 
 #define POOL_MAGIC	UINT64CONST(0x7067745f706f6f6c) /* "pgt_pool" */
+#define POOL_NAME	"pg_tempbuf local buffers"
 
 /* The first page of the mapping. */
 typedef struct PoolHeader
@@ -88,7 +95,21 @@ static struct
 	char	   *base;
 	const BufferDesc *descs;
 	const char *pages;
+	HTAB	   *directory;		/* PoolPage by block, for nodes without a list */
 } worker;
+
+/* Where the pool held a relation's block when a worker first looked. */
+typedef struct PoolPageKey
+{
+	TbRelFileId file;
+	BlockNumber blkno;
+} PoolPageKey;
+
+typedef struct PoolPage
+{
+	PoolPageKey key;
+	int			buf_id;
+} PoolPage;
 
 static Size
 desc_offset(void)
@@ -122,20 +143,63 @@ pool_at_rest(void)
 	return true;
 }
 
-/* Give a private page's memory back to the kernel: its whole OS pages. */
-static void
-discard_private_page(char *page)
+/* A buffer's private page, for moving the pages in address order. */
+typedef struct PrivatePage
 {
-	static Size os_page = 0;
-	uintptr_t	start;
-	uintptr_t	end;
+	char	   *page;
+	int			buf_id;
+} PrivatePage;
 
-	if (os_page == 0)
-		os_page = (Size) sysconf(_SC_PAGESIZE);
-	start = TYPEALIGN(os_page, (uintptr_t) page);
-	end = TYPEALIGN_DOWN(os_page, (uintptr_t) page + BLCKSZ);
-	if (end > start)
-		(void) madvise((void *) start, end - start, MADV_DONTNEED);
+static int
+compare_private_pages(const void *a, const void *b)
+{
+	uintptr_t	pa = (uintptr_t) ((const PrivatePage *) a)->page;
+	uintptr_t	pb = (uintptr_t) ((const PrivatePage *) b)->page;
+
+	return (pa > pb) - (pa < pb);
+}
+
+/*
+ * Copy the private pages into their slots, giving their memory back to the
+ * kernel as the copy goes (madvise), so that the pool is never held twice.
+ * Core allocated them in runs of adjacent pages (GetLocalBufferStorage());
+ * before PostgreSQL 16 they are not aligned to the OS page, whose pages
+ * then straddle two buffers: taken in address order, an OS page goes once
+ * every buffer it holds part of is copied.  Only OS pages wholly inside a
+ * run go, never the allocator's header before it.
+ */
+static void
+move_private_pages(char *slots, PrivatePage *moving)
+{
+	Size		os_page = (Size) sysconf(_SC_PAGESIZE);
+	int			n = 0;
+	uintptr_t	run_end = 0;
+	uintptr_t	released = 0;	/* OS pages below it are gone */
+
+	for (int i = 0; i < NLocBuffer; i++)
+	{
+		if (LocalBufferBlockPointers[i] != NULL)
+			moving[n++] = (PrivatePage) {(char *) LocalBufferBlockPointers[i], i};
+	}
+	qsort(moving, n, sizeof(PrivatePage), compare_private_pages);
+
+	for (int i = 0; i < n; i++)
+	{
+		uintptr_t	start = (uintptr_t) moving[i].page;
+		uintptr_t	end = start + BLCKSZ;
+		uintptr_t	whole_end;
+
+		memcpy(slots + (Size) moving[i].buf_id * BLCKSZ, moving[i].page, BLCKSZ);
+		if (start != run_end)
+			released = TYPEALIGN(os_page, start);	/* a new run */
+		run_end = end;
+		whole_end = TYPEALIGN_DOWN(os_page, end);
+		if (whole_end > released)
+		{
+			(void) madvise((void *) released, whole_end - released, MADV_DONTNEED);
+			released = whole_end;
+		}
+	}
 }
 
 /* Core's context of private page memory (localbuf.c names it so). */
@@ -174,7 +238,7 @@ create_mapping(int nbuffers)
 		/* Not a refusal: descriptors may be free again later. */
 		return false;
 	}
-	fd = memfd_create("pg_tempbuf local buffers", MFD_CLOEXEC);
+	fd = memfd_create(POOL_NAME, MFD_CLOEXEC);
 	if (fd < 0)
 	{
 		ReleaseExternalFD();
@@ -221,6 +285,7 @@ tb_shared_pool_adopt(void)
 	BufferDesc *descs;
 	BufferDesc *private_descs;
 	char	   *pages;
+	PrivatePage *moving;
 	MemoryContext private_cxt;
 
 	if (leader.adopted)
@@ -240,24 +305,18 @@ tb_shared_pool_adopt(void)
 	descs = (BufferDesc *) (leader.base + header->desc_offset);
 	pages = leader.base + header->page_offset;
 
+	moving = palloc(mul_size(NLocBuffer, sizeof(PrivatePage)));
+
 	/* From here on nothing may fail: core's pointers change one by one. */
 	private_descs = LocalBufferDescriptors;
 	memcpy(descs, private_descs, mul_size(NLocBuffer, sizeof(BufferDesc)));
 	LocalBufferDescriptors = descs;
 	free(private_descs);		/* calloc'ed by InitLocalBuffers() */
 
+	move_private_pages(pages, moving);
+	pfree(moving);
 	for (int i = 0; i < NLocBuffer; i++)
-	{
-		char	   *private_page = (char *) LocalBufferBlockPointers[i];
-		char	   *slot = pages + (Size) i * BLCKSZ;
-
-		if (private_page != NULL)
-		{
-			memcpy(slot, private_page, BLCKSZ);
-			discard_private_page(private_page);
-		}
-		LocalBufferBlockPointers[i] = (Block) slot;
-	}
+		LocalBufferBlockPointers[i] = (Block) (pages + (Size) i * BLCKSZ);
 	/* Core allocates there only for a NULL block pointer: never again. */
 	private_cxt = private_page_context();
 	if (private_cxt != NULL)
@@ -283,6 +342,27 @@ tb_shared_pool_unavailable(void)
 	return "local buffers were pinned when the pool could have moved";
 }
 
+/*
+ * Leader: may its workers read the pool now?  As tb_shared_pool_unavailable(),
+ * and the system lets other processes of its user open its /proc/<pid>/fd:
+ * not where this process is not dumpable (a hardened service's
+ * prctl(PR_SET_DUMPABLE, 0)).  A node whose workers cannot say that they
+ * could not (no shared state) relies on this answer.
+ */
+const char *
+tb_shared_pool_unreadable(void)
+{
+#ifdef __linux__
+	const char *reason = tb_shared_pool_unavailable();
+
+	if (reason == NULL && prctl(PR_GET_DUMPABLE) != 1)
+		return "the leader is not dumpable: workers may not open its /proc/<pid>/fd";
+	return reason;
+#else
+	return tb_shared_pool_unavailable();
+#endif
+}
+
 void
 tb_shared_pool_describe(TbSharedPoolRef *ref)
 {
@@ -294,6 +374,54 @@ tb_shared_pool_describe(TbSharedPoolRef *ref)
 	ref->nbuffers = leader.nbuffers;
 }
 
+#ifdef __linux__
+/*
+ * Map the pool behind path read-only; 0, or the errno of the refusal.  A
+ * ref with a cookie must match it; one without (the worker found the
+ * descriptor itself) takes the header's.
+ */
+static int
+map_pool(const char *path, const TbSharedPoolRef *ref)
+{
+	struct stat st;
+	int			fd;
+	char	   *base;
+	const PoolHeader *header;
+	Size		size;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (fstat(fd, &st) != 0 || (ref->size != 0 && (Size) st.st_size != ref->size) ||
+		(Size) st.st_size < sizeof(PoolHeader))
+	{
+		close(fd);
+		return EINVAL;
+	}
+	size = (Size) st.st_size;
+	base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return errno;
+	header = (const PoolHeader *) base;
+	if (header->magic != POOL_MAGIC || (ref->cookie != 0 && header->cookie != ref->cookie) ||
+		pool_size(header->nbuffers) != size)
+	{
+		munmap(base, size);
+		return EINVAL;
+	}
+	worker.ref = *ref;
+	worker.ref.cookie = header->cookie;
+	worker.ref.size = size;
+	worker.ref.nbuffers = header->nbuffers;
+	worker.base = base;
+	worker.descs = (const BufferDesc *) (base + header->desc_offset);
+	worker.pages = base + header->page_offset;
+	worker.attached = true;
+	return 0;
+}
+#endif
+
 /*
  * Worker: map the leader's pool read-only, once; 0 when it can read it,
  * else the errno of the refusal.
@@ -303,10 +431,6 @@ tb_shared_pool_attach(const TbSharedPoolRef *ref)
 {
 #ifdef __linux__
 	char		path[64];
-	struct stat st;
-	int			fd;
-	char	   *base;
-	const PoolHeader *header;
 
 	if (worker.attached)
 	{
@@ -315,34 +439,103 @@ tb_shared_pool_attach(const TbSharedPoolRef *ref)
 		return EINVAL;			/* a worker serves one leader */
 	}
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int) ref->leader_pid, ref->fd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	if (fstat(fd, &st) != 0 || (Size) st.st_size != ref->size)
-	{
-		close(fd);
-		return EINVAL;
-	}
-	base = mmap(NULL, ref->size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (base == MAP_FAILED)
-		return errno;
-	header = (const PoolHeader *) base;
-	if (header->magic != POOL_MAGIC || header->cookie != ref->cookie ||
-		header->nbuffers != ref->nbuffers)
-	{
-		munmap(base, ref->size);
-		return EINVAL;
-	}
-	worker.ref = *ref;
-	worker.base = base;
-	worker.descs = (const BufferDesc *) (base + header->desc_offset);
-	worker.pages = base + header->page_offset;
-	worker.attached = true;
-	return 0;
+	return map_pool(path, ref);
 #else
 	return ENOSYS;
 #endif
+}
+
+/*
+ * Worker of a node with no shared state of its own, whose leader wrote
+ * nothing because its pool serves (tb_shared_pool_unreadable()): find the
+ * pool among the leader's descriptors and map it.  The leader is the
+ * worker's lock group leader.  0, or the errno of the refusal.
+ */
+int
+tb_shared_pool_attach_leader(void)
+{
+#ifdef __linux__
+	TbSharedPoolRef ref = {0};
+	char		dir_path[64];
+	DIR		   *dir;
+	struct dirent *entry;
+	int			result = ENOENT;
+
+	if (worker.attached)
+		return 0;
+	if (MyProc == NULL || MyProc->lockGroupLeader == NULL)
+		return ESRCH;
+	ref.leader_pid = MyProc->lockGroupLeader->pid;
+	snprintf(dir_path, sizeof(dir_path), "/proc/%d/fd", (int) ref.leader_pid);
+	dir = opendir(dir_path);
+	if (dir == NULL)
+		return errno;
+	while ((entry = readdir(dir)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		char		target[MAXPGPATH];
+		ssize_t		len;
+
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir_path, entry->d_name);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (strncmp(target, "/memfd:" POOL_NAME, strlen("/memfd:" POOL_NAME)) != 0)
+			continue;
+		ref.fd = atoi(entry->d_name);
+		result = map_pool(path, &ref);
+		break;
+	}
+	closedir(dir);
+	return result;
+#else
+	return ENOSYS;
+#endif
+}
+
+/*
+ * Worker: the buffer that held block blkno of file's main fork when this
+ * worker first asked, or -1.  A block that was not in the pool then is on
+ * disk; one evicted since fails the copy's descriptor check.
+ */
+int
+tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno)
+{
+	PoolPageKey key;
+	PoolPage   *found;
+
+	Assert(worker.attached);
+	if (worker.directory == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(PoolPageKey);
+		ctl.entrysize = sizeof(PoolPage);
+		ctl.hcxt = TopMemoryContext;
+		worker.directory = hash_create("pg_tempbuf leader's pool", 1024, &ctl,
+									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		for (int i = 0; i < worker.ref.nbuffers; i++)
+		{
+			BufferDesc	desc = worker.descs[i];
+
+			if (!(pg_atomic_read_u32(&desc.state) & BM_VALID) ||
+				TbTagForkNum(&desc.tag) != MAIN_FORKNUM)
+				continue;
+			memset(&key, 0, sizeof(key));
+			key.file = TbTagFileId(&desc.tag);
+			key.blkno = desc.tag.blockNum;
+			found = hash_search(worker.directory, &key, HASH_ENTER, NULL);
+			found->buf_id = i;
+		}
+	}
+	memset(&key, 0, sizeof(key));
+	key.file = file;
+	key.blkno = blkno;
+	found = hash_search(worker.directory, &key, HASH_FIND, NULL);
+	return found ? found->buf_id : -1;
 }
 
 const BufferDesc *

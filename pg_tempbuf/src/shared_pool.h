@@ -11,6 +11,8 @@
 
 #include "storage/buf_internals.h"
 
+#include "compat.h"
+
 /* What a worker needs to map its leader's pool: goes into the query's DSM. */
 typedef struct TbSharedPoolRef
 {
@@ -24,10 +26,13 @@ typedef struct TbSharedPoolRef
 /* leader */
 extern bool tb_shared_pool_adopt(void);
 extern const char *tb_shared_pool_unavailable(void);
+extern const char *tb_shared_pool_unreadable(void);
 extern void tb_shared_pool_describe(TbSharedPoolRef *ref);
 
 /* worker */
 extern int	tb_shared_pool_attach(const TbSharedPoolRef *ref);
+extern int	tb_shared_pool_attach_leader(void);
+extern int	tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno);
 extern const BufferDesc *tb_shared_pool_desc(int buf_id);
 extern const char *tb_shared_pool_page(int buf_id);
 

@@ -68,6 +68,7 @@ enum
 	TBP_EST_FLUSH_COST,
 	TBP_GUARD_READS,			/* the leader may prune: workers compare file reads */
 	TBP_LEADER_COPIES,			/* partial: workers copy the leader's pages */
+	TBP_POOL_READS,				/* not partial: set when the plan runs, the leader wrote nothing */
 	TBP_NUM_MEMBERS
 };
 
@@ -236,10 +237,11 @@ tb_make_temp_bitmap_scan_plan(BitmapHeapScan *stock, List *tlist,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(stock->bitmapqualorig);
-	cscan->custom_private = list_make4(makeInteger(est_dirty_pages),
+	cscan->custom_private = list_make5(makeInteger(est_dirty_pages),
 									   makeString(psprintf("%.2f", est_flush_cost)),
 									   makeInteger(false),	/* TBP_GUARD_READS */
-									   makeInteger(leader_copies));
+									   makeInteger(leader_copies),
+									   makeInteger(false)); /* TBP_POOL_READS */
 	cscan->methods = &bitmap_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -327,6 +329,9 @@ bitmap_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	if (intVal(list_nth(cscan->custom_private, TBP_GUARD_READS)) && IsParallelWorker())
 		tb_page_source_guard_file_reads();
+	if (intVal(list_nth(cscan->custom_private, TBP_POOL_READS)) && IsParallelWorker() &&
+		!explain_only)
+		tb_page_source_read_leader_pool(node->ss.ss_currentRelation);
 	bs->recheck_conds = ExecInitQual(cscan->custom_exprs, &node->ss.ps);
 	bs->source = init_source(bs, stock->scan.plan.lefttree, estate, lockmode,
 							 explain_only);
@@ -360,10 +365,19 @@ bitmap_scan_flush(CustomScanState *node)
 	TbRelFileId heap_file = TbRelationFileId(rel);
 	int64		pages;
 	ListCell   *lc;
+	bool		copies = bs->leader_pages.copies;
 
 	/* Workers that copy the pages the leader holds need none written. */
+	if (!node->ss.ps.plan->parallel_aware)
+	{
+		CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+
+		copies = tb_leader_pages_readable();
+		Assert(list_length(cscan->custom_private) == TBP_NUM_MEMBERS);
+		intVal(list_nth(cscan->custom_private, TBP_POOL_READS)) = copies;
+	}
 	pages = 0;
-	if (!bs->leader_pages.copies)
+	if (!copies)
 	{
 		pages += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
 		foreach(lc, bs->indexes)
@@ -374,7 +388,7 @@ bitmap_scan_flush(CustomScanState *node)
 			pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
 		}
 	}
-	if (!bs->leader_pages.copies)
+	if (!copies)
 		pages += tb_toast_flush(rel);
 	return pages;
 }

@@ -75,6 +75,7 @@ enum
 	TIP_LEADER_ONLY,			/* above Gather: reads local buffers, flushes nothing */
 	TIP_GUARD_READS,			/* the leader may prune: workers compare file reads */
 	TIP_LEADER_COPIES,			/* shared range: workers copy the leader's pages */
+	TIP_POOL_READS,				/* not parallel aware: set when the plan runs, the leader wrote nothing */
 	TIP_NUM_MEMBERS
 };
 
@@ -115,6 +116,7 @@ typedef struct TempIndexScanState
 	bool		leader_only;	/* TIP_LEADER_ONLY */
 	bool		guard_reads;	/* TIP_GUARD_READS */
 	bool		plan_copies;	/* TIP_LEADER_COPIES: the segment has a TbLeaderPageList */
+	bool		pool_reads;		/* TIP_POOL_READS, worker: the leader wrote nothing */
 	bool		stays_out;		/* worker: takes no part of the range */
 	TbLeaderPageSet leader_pages;	/* leader: listed for the workers */
 	bool		hazard_served;	/* pg_tempbuf.debug_hazard, leader */
@@ -253,11 +255,12 @@ tb_make_temp_index_scan_plan(Scan *stock, List *tlist, List *indexqualorig,
 	cscan->flags = 0;
 	cscan->custom_plans = list_make1(stock);
 	cscan->custom_exprs = copyObject(indexqualorig);
-	cscan->custom_private = list_make5(makeInteger(est_dirty_pages),
-									   makeString(psprintf("%.2f", est_flush_cost)),
-									   makeInteger(leader_only),
-									   makeInteger(false),	/* TIP_GUARD_READS */
-									   makeInteger(leader_copies));
+	cscan->custom_private = lappend(list_make5(makeInteger(est_dirty_pages),
+											   makeString(psprintf("%.2f", est_flush_cost)),
+											   makeInteger(leader_only),
+											   makeInteger(false),	/* TIP_GUARD_READS */
+											   makeInteger(leader_copies)),
+									makeInteger(false));	/* TIP_POOL_READS */
 	cscan->methods = &index_scan_methods;
 	if (IsA(stock, IndexOnlyScan))
 	{
@@ -305,6 +308,7 @@ index_scan_create_state(CustomScan *cscan)
 	is->leader_only = intVal(list_nth(cscan->custom_private, TIP_LEADER_ONLY));
 	is->guard_reads = intVal(list_nth(cscan->custom_private, TIP_GUARD_READS));
 	is->plan_copies = intVal(list_nth(cscan->custom_private, TIP_LEADER_COPIES));
+	is->pool_reads = intVal(list_nth(cscan->custom_private, TIP_POOL_READS));
 	tb_leader_pages_init(&is->leader_pages, is->plan_copies);
 	return (Node *) is;
 }
@@ -339,6 +343,8 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 
 	if (is->guard_reads && IsParallelWorker())
 		tb_page_source_guard_file_reads();
+	if (is->pool_reads && IsParallelWorker())
+		tb_page_source_read_leader_pool(node->ss.ss_currentRelation);
 	is->pages = tb_page_source_create(estate->es_query_cxt);
 	is->btree = tb_btree_scan_begin(is->index, is->pages, estate->es_query_cxt);
 	if (is->backward)
@@ -360,6 +366,13 @@ index_scan_begin(CustomScanState *node, EState *estate, int eflags)
 		tb_scan_run_begin(&is->run, index_scan_flush, !is->leader_only);
 }
 
+static void
+mark_pool_reads(CustomScan *cscan, bool pool_reads)
+{
+	Assert(list_length(cscan->custom_private) == TIP_NUM_MEMBERS);
+	intVal(list_nth(cscan->custom_private, TIP_POOL_READS)) = pool_reads;
+}
+
 /* Leader: put the table, its index and its toast relation on disk. */
 static int64
 index_scan_flush(CustomScanState *node)
@@ -369,18 +382,28 @@ index_scan_flush(CustomScanState *node)
 	TbRelFileId heap_file = TbRelationFileId(rel);
 	TbRelFileId index_file = TbRelationFileId(is->index);
 	int64		pages;
+	bool		copies = is->leader_pages.copies;
 
-	/* Workers that copy the pages the leader holds need none written. */
+	/*
+	 * Workers that copy the pages the leader holds need none written: a
+	 * shared range's from the list, another scan's by looking the pool up
+	 * (told so through the plan: it has no shared state).  The visibility
+	 * map is written whatever they read: they take its bits from the file.
+	 */
+	if (!node->ss.ps.plan->parallel_aware)
+	{
+		copies = tb_leader_pages_readable();
+		mark_pool_reads((CustomScan *) node->ss.ps.plan, copies);
+	}
 	pages = 0;
-	if (!is->leader_pages.copies)
+	if (!copies)
 	{
 		pages += tb_flush_local_buffers(&heap_file, MAIN_FORKNUM);
 		pages += tb_flush_local_buffers(&index_file, MAIN_FORKNUM);
+		pages += tb_toast_flush(rel);
 	}
 	if (is->index_only)
 		pages += tb_flush_local_buffers(&heap_file, VISIBILITYMAP_FORKNUM);
-	if (!is->leader_pages.copies)
-		pages += tb_toast_flush(rel);
 	return pages;
 }
 

@@ -56,6 +56,7 @@ enum
 	TSP_FLUSH_MODE,				/* the most the plan lets the leader overlap */
 	TSP_OUTPUT_UNREAD,			/* the parent reads no column of the output */
 	TSP_GUARD_PRUNING,			/* the statement may run code in the leader that reads tables */
+	TSP_POOL_READS,				/* full: set when the plan runs, the leader wrote nothing */
 	TSP_NUM_MEMBERS
 };
 
@@ -122,9 +123,33 @@ tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 								  makeInteger(est_dirty_pages),
 								  makeString(psprintf("%.17g", est_flush_cost)),
 								  makeInteger(partial)),
-					   list_make3(makeInteger(TB_FLUSH_UPFRONT),
+					   list_make4(makeInteger(TB_FLUSH_UPFRONT),
+								  makeInteger(false),
 								  makeInteger(false),
 								  makeInteger(false)));
+}
+
+/*
+ * Leader of a full scan, when the executor runs the plan (scan_run.c),
+ * before Gather sends the plan to workers: its workers copy the pages it
+ * holds out of its pool where they may, and then nothing is written (of
+ * the toast relation neither: the toast reader copies from the pool too).
+ * Else the table goes on disk.  The workers learn which from the plan: a
+ * full scan has no shared state.
+ */
+static int64
+temp_scan_write_full(CustomScanState *node)
+{
+	TempScanState *ts = (TempScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	bool		pool_reads = tb_leader_pages_readable();
+
+	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
+	intVal(list_nth(cscan->custom_private, TSP_POOL_READS)) = pool_reads;
+	if (!pool_reads)
+		return tb_ts_write_table(node);
+	ts->flushed = true;
+	return 0;
 }
 
 bool
@@ -232,6 +257,7 @@ temp_scan_create_state(CustomScan *cscan)
 	ts->toast_sensitive = intVal(list_nth(priv, TSP_TOAST_SENSITIVE));
 	ts->output_unread = intVal(list_nth(priv, TSP_OUTPUT_UNREAD));
 	ts->guard_pruning = intVal(list_nth(priv, TSP_GUARD_PRUNING));
+	ts->pool_reads = intVal(list_nth(priv, TSP_POOL_READS));
 	ts->run.est_dirty_pages = intVal(list_nth(priv, TSP_EST_DIRTY_PAGES));
 	ts->run.est_flush_cost = strtod(strVal(list_nth(priv, TSP_EST_FLUSH_COST)), NULL);
 	ts->plan_flush_mode = intVal(list_nth(priv, TSP_FLUSH_MODE));
@@ -261,12 +287,21 @@ temp_scan_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!ts->partial && !IsParallelWorker() &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
 	{
-		tb_scan_run_begin(&ts->run, tb_ts_write_table, !tb_debug_unprotected);
+		tb_scan_run_begin(&ts->run, temp_scan_write_full, !tb_debug_unprotected);
 		if (tb_debug_unprotected)
 			tb_ts_flush_table(ts);
 	}
 	else
 		tb_scan_run_begin(&ts->run, tb_ts_write_table, false);
+
+	/* A full scan's worker whose leader wrote nothing reads its pool. */
+	if (IsParallelWorker() && !ts->partial && ts->pool_reads &&
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+	{
+		if (ts->guard_pruning && !tb_debug_unprotected)
+			tb_page_source_guard_file_reads();
+		tb_page_source_read_leader_pool(node->ss.ss_currentRelation);
+	}
 }
 
 static TupleTableSlot *

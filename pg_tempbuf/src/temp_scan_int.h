@@ -115,6 +115,7 @@ typedef struct TempScanState
 	bool		toast_sensitive;
 	bool		output_unread;
 	bool		guard_pruning;
+	bool		pool_reads;		/* full, worker: the leader wrote nothing (TSP_POOL_READS) */
 	bool		reads_no_column;	/* neither quals nor parent read a column */
 	TbFlushMode plan_flush_mode;
 

@@ -240,6 +240,12 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 		ts->page = unconstify(char *, in_place);
 		counters->leader_pages++;
 	}
+	else if (ts->shared == NULL && ts->pool_reads &&
+			 tb_page_source_copy_from_pool(rel, blkno, ts->page_buf, ts->scratch))
+	{
+		ts->page = ts->page_buf;
+		counters->leader_pages++;
+	}
 	else
 	{
 		ts->page = ts->page_buf;
@@ -368,7 +374,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 	ts->copies_off_reason = NULL;
 	if (!ts->partial || shared->leader_only)
 		return;
-	ts->copies_off_reason = tb_shared_pool_unavailable();
+	ts->copies_off_reason = tb_shared_pool_unreadable();
 	if (ts->copies_off_reason != NULL)
 		return;
 	if (ts->nresident == 0)

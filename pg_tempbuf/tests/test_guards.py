@@ -230,11 +230,13 @@ def test_list_overflow(preloaded_cluster: Cluster) -> None:
 
 
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
-def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected: bool) -> None:
+@pytest.mark.parametrize("pool", ["off", "on"], ids=["file", "pool"])
+def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected: bool, pool: str) -> None:
     """A full scan (the inner side of a hash join under Gather) whose portal is bound, then
     the table changes, then the portal runs: its workers must read the table as it is when
-    they start, so the leader writes it then, and nothing is left dirty for an eviction to
-    write while they read."""
+    they start.  Reading files, the leader writes it then, and nothing is left dirty for an
+    eviction to write while they read; reading the leader's pool, they copy the pages as
+    they are then, and nothing is written."""
     with preloaded_cluster.connect() as admin:
         admin.execute("DROP TABLE IF EXISTS guard_big")
         admin.execute("CREATE TABLE guard_big AS SELECT g AS id, g % 1000 AS k FROM generate_series(1, 100000) g")
@@ -242,6 +244,7 @@ def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected:
     query = "SELECT count(*), sum(s.w) FROM guard_big b JOIN stage s USING (k)"
     with WireSession(preloaded_cluster.socket_dir, preloaded_cluster.port, "postgres", "postgres") as wire:
         wire.simple(
+            f"SET pg_tempbuf.shared_pool = {pool};"
             "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
             "SET pg_tempbuf.write_page_cost = 0; SET pg_tempbuf.buffer_scan_cost = 0;"
             "SET pg_tempbuf.read_page_cost = 0; SET pg_tempbuf.parallel_margin = 0;"
@@ -268,7 +271,10 @@ def test_bound_portal_runs_after_a_change(preloaded_cluster: Cluster, protected:
     count, updated_sum = (int(v or 0) for v in serial[0])
     print(f"{'guarded' if protected else 'unguarded'}: {rows}, dirty pages left when the portal ran: "
           f"{dirty_left} (serial: {serial})")
-    if protected:
+    if pool == "on":
+        assert rows == [[str(count), str(updated_sum - count)]]
+        assert dirty_left != [["0"]], "workers reading the pool need nothing written"
+    elif protected:
         assert rows == [[str(count), str(updated_sum - count)]]
         assert dirty_left == [["0"]], "the table was left dirty while the portal's workers read it"
     else:

@@ -260,3 +260,57 @@ def test_bitmap_or_on_a_million_rows(preloaded_cluster: Any, pool: str) -> None:
         assert node["Parallel Aware"] and node["Workers Launched"] > 0, node
         exact = [both_ways(conn, BITMAP_OR_QUERY) for _ in range(10)]
         assert all(parallel == serial for parallel, serial in exact), exact
+
+
+# -- scans with no shared state of their own: the pool found by the worker ------------------------
+
+@pytest.fixture
+def big_permanent(preloaded_cluster: Any) -> Any:
+    with preloaded_cluster.connect() as admin:
+        admin.execute("DROP TABLE IF EXISTS pool_big")
+        admin.execute("CREATE TABLE pool_big AS SELECT g AS id, g % 1000 AS k FROM generate_series(1, 100000) g")
+        admin.execute("ANALYZE pool_big")
+    yield
+    with preloaded_cluster.connect() as admin:
+        admin.execute("DROP TABLE pool_big")
+
+
+def test_full_scan_workers_read_the_pool(preloaded_cluster: Any, big_permanent: Any) -> None:
+    """A full Temp Seq Scan, the inner side of a hash join under Gather, of a table just written
+    and then updated: every worker copies the pages the leader holds out of its pool (it finds
+    the pool itself: a full scan has no shared state), so nothing is written and the table stays
+    dirty; the rows are the serial plan's."""
+    query = "SELECT count(*), sum(s.w), max(s.note) FROM pool_big b JOIN stage s USING (k)"
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        force_parallel(conn)
+        conn.execute("SET enable_parallel_hash = off")
+        conn.execute("CREATE TEMP TABLE stage AS SELECT g AS k, g * 3 AS w, md5(g::text) AS note "
+                     "FROM generate_series(1, 1000, 2) g")
+        conn.execute("ANALYZE stage")
+        conn.execute("UPDATE stage SET w = w + 1 WHERE k % 3 = 0")
+        node = temp_index_scan_under_gather(conn, query, "Temp Seq Scan")
+        assert node["Scan Mode"] == "full" and node["Workers Launched"] > 0, node
+        assert node["Pages Flushed"] == 0, node
+        row = conn.execute("SELECT count(*) FROM pg_local_buffers WHERE isdirty AND "
+                           "relfilenode = pg_relation_filenode('stage')").fetchone()
+        assert row is not None and row[0] > 0
+        parallel, serial = both_ways(conn, query)
+        assert parallel == serial
+
+
+def test_nested_loop_index_scan_workers_read_the_pool(preloaded_cluster: Any, big_permanent: Any) -> None:
+    """A Temp Index Scan on the inner side of a nested loop under Gather, of a table just
+    written: its workers copy the index's and the table's pages out of the leader's pool,
+    nothing is written; the rows are the serial plan's."""
+    query = "SELECT count(*), sum(f.v), max(f.s) FROM pool_big b JOIN f ON f.id = b.id * 3 WHERE b.k < 50"
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        force_parallel(conn)
+        conn.execute("SET enable_hashjoin = off")
+        conn.execute("SET enable_mergejoin = off")
+        conn.execute("SET enable_bitmapscan = off")
+        new_fresh_table(conn, 200000)
+        node = temp_index_scan_under_gather(conn, query)
+        assert not node["Parallel Aware"] and node["Workers Launched"] > 0, node
+        assert node["Pages Flushed"] == 0, node
+        parallel, serial = both_ways(conn, query)
+        assert parallel == serial
