@@ -25,6 +25,12 @@
       The 004 article: nextval() TPS of cached/uncached/unlogged sequences under pgbench with 1..4 x
       cores clients, where scaling stops, and perf's share of spinlock/LWLock functions.
 
+  pglab page-read [--quick] [--pages N] [--repetitions K] [--workers W] [--temp-buffers SIZE]
+                  [--shared-buffers SIZE] [--out DIR] [--pg-config P | --dsn DSN] [--checksums | --no-checksums]
+      A worker's page read, in one run, interleaved: in the leader's pool (pg_tempbuf.shared_pool on), from
+      the table's file (off, flushed first), and an UNLOGGED copy's shared-buffer hit; µs per page from
+      EXPLAIN ANALYZE VERBOSE per worker, wall times, and the ratios to the shared hit.
+
   pglab report [--results DIR] [--out FILE]
       One self-contained HTML page with the latest result of every experiment (section.json files).
 
@@ -50,6 +56,7 @@ from pglab.errors import LabError
 from pglab.experiments.buffered_plan import command as buffered_plan
 from pglab.experiments.flush_cost import command as flush_cost
 from pglab.experiments.overhead import command as overhead
+from pglab.experiments.page_read import command as page_read
 from pglab.experiments.parallel_temp import command as parallel_temp
 from pglab.experiments.regret import command as regret
 from pglab.experiments.sequence_cache import command as sequence_cache
@@ -68,6 +75,7 @@ COMMANDS = (
     temp_shapes,
     overhead,
     regret,
+    page_read,
     html_report,
 )
 

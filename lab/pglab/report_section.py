@@ -99,6 +99,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                "pglab temp-shapes --quick"),
     Experiment("regret", "Regret: TPC-H loads, session loops and shapes, pg_tempbuf on vs off and an UNLOGGED copy",
                "pglab regret --quick"),
+    Experiment("page-read", "A worker's page read: in the leader's pool, from the file, as a shared-buffer hit",
+               "pglab page-read --quick"),
 )
 
 

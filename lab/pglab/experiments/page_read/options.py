@@ -1,0 +1,33 @@
+"""Options of `pglab page-read`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME = "page-read"
+
+# One row per page (FILLFACTOR and PAD_BYTES below), so pages = rows.
+DEFAULT_PAGES = 32_768  # 256 MiB
+QUICK_PAGES = 8_192  # 64 MiB
+DEFAULT_REPETITIONS = 61  # timed rounds; each round times every mode once, the order rotating
+QUICK_REPETITIONS = 7
+DEFAULT_WORKERS = 2  # max_parallel_workers_per_gather and the tables' parallel_workers
+DEFAULT_TEMP_BUFFERS = "512MB"  # holds the temporary table: every page stays in the leader's pool
+DEFAULT_SHARED_BUFFERS = "1GB"  # the throwaway cluster's: holds the UNLOGGED copy
+FILLFACTOR = 10
+PAD_BYTES = 500  # a 532-byte row: with fillfactor 10 a page takes one
+
+
+@dataclass(frozen=True)
+class PageReadOptions:
+    pages: int  # table size in pages (= rows)
+    repetitions: int
+    workers: int
+    temp_buffers: str
+    shared_buffers: str | None  # the throwaway cluster's; None with --dsn (the server's own)
+    out_dir: Path | None  # None: results/page-read-pg<major>
+    pg_config: Path | None = None
+    dsn: str | None = None
+    checksums: bool | None = None  # the throwaway cluster's data checksums; None: initdb's default
+    quick: bool = False

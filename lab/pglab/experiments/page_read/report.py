@@ -1,0 +1,234 @@
+"""Outputs of `pglab page-read`: raw.csv, workers.csv, results.json, summary.md, the plot, section.json."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pglab import report_section as rs
+from pglab.experiments.page_read import analysis as an
+from pglab.experiments.page_read.analysis import LABELS, WHAT, Mode, PageReadRun
+from pglab.experiments.page_read.options import NAME
+from pglab.experiments.page_read.plots import plot_page_read
+from pglab.jsonio import write_json
+from pglab.run_report import run_section, server_label, summary_opening
+
+TITLE = "A worker's page read: in the leader's pool, from the file, as a shared-buffer hit"
+PLOT = "page_read.png"
+RAW_FILES = ["raw.csv", "workers.csv", "results.json"]
+RAW_FIELDS = ["mode", "repetition", "wall_ms", "explain_ms", "workers_planned", "workers_launched", "worker_pages",
+              "worker_ms", "us_per_page", "leader_pages", "pages_flushed", "flush_ms", "pages_from_pool",
+              "page_source", "shared_hit", "shared_read"]
+WORKER_FIELDS = ["mode", "repetition", "worker", "pages", "ms", "us_per_page"]
+
+
+def expected_table(run: PageReadRun) -> rs.Table:
+    """What the design expects of each mode (no article measured this): pg_tempbuf's cost model, with the
+    server's defaults of its prices."""
+    read_cost = run.server.get("pg_tempbuf.read_page_cost") or "?"
+    write_cost = run.server.get("pg_tempbuf.write_page_cost") or "?"
+    return rs.Table(
+        columns=["mode", "what a worker does per page", "what pg_tempbuf's cost model assumes"],
+        rows=[
+            [LABELS[Mode.IN_PLACE], "follows a pointer into the leader's pool, a memfd it maps read-only: no copy, "
+                                    "nothing written", "a shared-buffer hit: nothing above the serial scan's hit"],
+            [LABELS[Mode.FILE], "reads the page from the table's file (OS page cache) into private memory, a read "
+                                "call per page, and verifies it (the checksum when the cluster has data checksums); "
+                                "the leader wrote the dirty pages first",
+             f"pg_tempbuf.read_page_cost = {read_cost} seq_page_cost units above a hit, plus the leader's writes "
+             f"(pg_tempbuf.write_page_cost = {write_cost} a page)"],
+            [LABELS[Mode.SHARED_HIT], "stock Parallel Seq Scan of an UNLOGGED copy: a shared buffer lookup and pin",
+             "the reference"],
+        ],
+        caption="What each mode costs a worker by design (pg_tempbuf's shared pool and cost model, the server's "
+                "defaults); no article measured it",
+    )
+
+
+def _csv(path: Path, rows: list[dict[str, Any]], fields: list[str]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None or math.isnan(value) else round(value, digits)
+
+
+def raw_row(sample: an.Sample) -> dict[str, Any]:
+    read = sample.read
+    return {"mode": sample.mode, "repetition": sample.repetition, "wall_ms": _r(sample.wall_ms),
+            "explain_ms": read.execution_ms, "workers_planned": read.workers_planned,
+            "workers_launched": read.workers_launched, "worker_pages": read.worker_pages,
+            "worker_ms": _r(read.worker_ms), "us_per_page": _r(read.us_per_page), "leader_pages": read.leader_pages,
+            "pages_flushed": read.pages_flushed, "flush_ms": read.flush_ms, "pages_from_pool": read.pages_from_pool,
+            "page_source": read.page_source, "shared_hit": read.shared_hit, "shared_read": read.shared_read}
+
+
+def write_raw(run: PageReadRun) -> None:
+    """raw.csv (one row per timed run), workers.csv (one per worker and run) and results.json."""
+    out = run.out_dir
+    _csv(out / "raw.csv", [raw_row(s) for s in run.samples], RAW_FIELDS)
+    _csv(out / "workers.csv",
+         [{"mode": s.mode, "repetition": s.repetition, "worker": w.worker, "pages": w.pages, "ms": w.ms,
+           "us_per_page": _r(w.us_per_page)} for s in run.samples for w in s.read.workers], WORKER_FIELDS)
+    write_json(out / "results.json", {
+        "status": run.status, "error": run.error, "command": run.command, "started": run.started,
+        "finished": run.finished, "wall_s": run.wall_s, "options": asdict(run.options), "server": run.server,
+        "machine": run.machine, "table": run.table, "session_settings": run.session_settings,
+        "prewarm": run.prewarm,
+        "preparations": [{**asdict(p), "us_per_page": p.first.us_per_page} for p in run.preparations],
+        "modes": {str(m): asdict(s) for m, s in an.summaries(run.samples).items()},
+        "ratios": [{**asdict(r), "label": r.label} for r in an.ratios(run.samples)],
+        "notes": run.notes,
+    })
+
+
+def setup_line(run: PageReadRun) -> str:
+    o = run.options
+    pages = run.table.get("pages") or o.pages
+    return (f"{server_label(run)}, {pages:,} pages ({pages * int(run.server.get('block_size') or 8192) / 2**20:,.0f} "
+            f"MiB, {run.table.get('rows_per_page', '?')} rows a page), {o.workers} workers, "
+            f"parallel_leader_participation = off, data checksums {run.server.get('data_checksums', '?')}")
+
+
+def ours_table(run: PageReadRun, found: dict[Mode, an.ModeSummary]) -> rs.Table:
+    reference = found.get(Mode.SHARED_HIT)
+    rows: list[list[rs.Cell]] = []
+    for mode, s in found.items():
+        per_page = _div(s.us_per_page.median, reference.us_per_page.median) if reference else math.nan
+        wall = _div(s.wall_ms.median, reference.wall_ms.median) if reference else math.nan
+        rows.append([LABELS[mode], _r(s.us_per_page.median, 3), _r(s.us_per_page.low, 3), _r(s.us_per_page.high, 3),
+                     _r(per_page, 3), _r(s.wall_ms.median, 2), _r(s.wall_ms.low, 2), _r(s.wall_ms.high, 2),
+                     _r(wall, 3), s.worker_pages, f"{s.workers_launched}/{s.workers_planned}",
+                     s.pages_flushed if mode is not Mode.SHARED_HIT else None, s.page_source])
+    return rs.Table(
+        ["mode", "µs/page median", "µs/page min", "µs/page max", "µs/page vs shared hit (x)", "wall ms median",
+         "wall ms min", "wall ms max", "wall vs shared hit (x)", "pages read by workers", "workers launched",
+         "Pages Flushed (timed, max)", "page source"], rows,
+        caption=(f"Ours ({setup_line(run)}): median, min and max of {run.options.repetitions} interleaved rounds of "
+                 "one run; µs/page = the workers' actual time in the scan node (EXPLAIN ANALYZE VERBOSE) / the pages "
+                 "they read; wall = SELECT count(*) timed by the client; vs shared hit = ratio of the medians"))
+
+
+def ratios_table(run: PageReadRun) -> rs.Table:
+    rows: list[list[rs.Cell]] = []
+    for r in an.ratios(run.samples):
+        rows.append([r.label, _r(r.us_per_page, 3), _r(r.paired_us_per_page.median, 3),
+                     _r(r.paired_us_per_page.low, 3), _r(r.paired_us_per_page.high, 3), _r(r.wall, 3),
+                     _r(r.paired_wall.median, 3), _r(r.paired_wall.low, 3), _r(r.paired_wall.high, 3),
+                     None if math.isnan(r.differ_p) else float(f"{r.differ_p:.3g}")])
+    return rs.Table(
+        ["ratio", "µs/page: of the medians", "µs/page: per round, median", "per round min", "per round max",
+         "wall: of the medians", "wall: per round, median", "per round min", "per round max",
+         "p (µs/page samples differ)"], rows,
+        caption=("Ratios within the same run: of the medians, and per round (the two modes timed in the same round, "
+                 "paired); p: two-sided Mann-Whitney U of the µs/page samples (small: the difference is not noise)"))
+
+
+def preparation_table(run: PageReadRun) -> rs.Table:
+    rows: list[list[rs.Cell]] = []
+    for p in run.preparations:
+        first = p.first
+        rows.append([LABELS[Mode(p.mode)], p.flushed_before, _r(p.flush_before_ms, 2), first.pages_flushed,
+                     _r(first.flush_ms, 2), first.pages_from_pool, first.page_source or "shared buffers",
+                     _r(first.us_per_page, 3), _r(first.execution_ms, 2)])
+    return rs.Table(
+        ["mode", "flushed before timing (pg_flush_local_buffers)", "flush ms", "first query: Pages Flushed",
+         "first query: Flush Time ms", "first query: Pages From Leader's Pool", "first query: page source",
+         "first query: µs/page", "first query: execution ms"], rows,
+        caption="Before the timed rounds: the file session's explicit flush, then each mode's first query (untimed)")
+
+
+def _div(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
+def library_version(run: PageReadRun) -> str:
+    """pg_tempbuf's extension version, and when its library was built (the C code changes under one version)."""
+    library = run.server.get("pg_tempbuf_library")
+    built = f" (library built {library.get('modified')})" if isinstance(library, dict) else ""
+    return f"{run.server.get('pg_tempbuf') or '?'}{built}"
+
+
+def notes(run: PageReadRun, found: dict[Mode, an.ModeSummary]) -> list[str]:
+    o = run.options
+    out = [
+        f"One session per mode (temp_buffers = {o.temp_buffers} and pg_tempbuf.shared_pool set before its first "
+        "temporary table); every round times each mode once, the order rotating, first the plain count (wall), "
+        "then EXPLAIN (ANALYZE, VERBOSE, BUFFERS, FORMAT JSON) of it (µs/page). No statement is prepared.",
+        f"Table: {o.pages:,} rows (id int, a {run.table.get('pad_bytes', '?')}-byte text) with fillfactor "
+        f"{run.table.get('fillfactor', '?')}: one row a page, so a page's work is its read and one tuple; every copy "
+        "vacuumed after its load (hint bits and all-visible pages in each mode).",
+        "Session settings: " + "; ".join(run.session_settings) + ". The costs only make the planner pick the "
+        "parallel plan (checked on every run); they do not change what runs.",
+        f"Shared hit: the UNLOGGED copy read into shared_buffers = {run.server.get('shared_buffers', '?')} by "
+        f"{run.prewarm or '?'}.",
+    ]
+    if str(run.server.get("data_checksums")) == "on":
+        out.append("The cluster has data checksums: a file-mode worker verifies each page's checksum, which the "
+                   "in-place and shared-hit reads do not (a buffer is verified when it is read into memory).")
+    for p in run.preparations:
+        if p.mode == str(Mode.IN_PLACE) and p.first.pages_flushed:
+            out.append(f"In place, first query: pg_tempbuf wrote {p.first.pages_flushed:,} dirty pages "
+                       f"(Pages Flushed, {_r(p.first.flush_ms, 1)} ms of Flush Time, Flush Mode upfront: leader "
+                       "participation is off) although its workers read "
+                       f"{p.first.pages_from_pool or 0:,} pages in the leader's pool; the timed runs after it had "
+                       "nothing left to write.")
+    in_place = found.get(Mode.IN_PLACE)
+    if in_place is not None and in_place.pages_from_pool == 0:
+        out.append("WARNING: a timed in-place run read no page in the leader's pool (Pages From Leader's Pool = 0).")
+    for mode, s in found.items():
+        if s.pages_flushed and mode is not Mode.SHARED_HIT:
+            out.append(f"WARNING: a timed {LABELS[mode]} run flushed {s.pages_flushed:,} pages.")
+        if s.workers_launched < s.workers_planned:
+            out.append(f"{LABELS[mode]}: some rounds launched {s.workers_launched} of {s.workers_planned} workers.")
+    shared = found.get(Mode.SHARED_HIT)
+    if shared is not None and shared.shared_read:
+        out.append(f"WARNING: a timed shared-hit run read {shared.shared_read:,} pages into shared_buffers "
+                   "(not all hits).")
+    if o.quick:
+        out.append("--quick: a small table and few rounds; the figures are noisier than a default run's.")
+    library = run.server.get("pg_tempbuf_library")
+    if isinstance(library, dict):
+        out.append(f"pg_tempbuf {library_version(run)}: {library.get('path')}, {library.get('bytes')} bytes.")
+    return out + run.notes
+
+
+def report(run: PageReadRun, console: Console) -> None:
+    """Write every output and print the tables."""
+    out = run.out_dir
+    write_raw(run)
+    found = an.summaries(run.samples)
+    plot_page_read(found, run.samples, f"Workers' page reads, {setup_line(run)}", out / PLOT)
+    ours = ours_table(run, found)
+    tables = [ratios_table(run), preparation_table(run),
+              rs.Table(["mode", "what"], [[LABELS[m], WHAT[m]] for m in an.MODES], caption="The modes")]
+    run_notes = notes(run, found)
+
+    expected = expected_table(run)
+    lines = summary_opening(TITLE, run, expected, ours)
+    for table in tables:
+        lines += [table.markdown(), ""]
+    lines += ["## Notes", ""] + [f"- {n}" for n in run_notes]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+
+    section = run_section(run, experiment=NAME, title=TITLE, article=expected, ours=ours, tables=tables,
+                          plots=[PLOT], raw_data=RAW_FILES, notes=run_notes)
+    section.versions["pg_tempbuf"] = library_version(run)
+    rs.write_section(out, section)
+
+    console.print(ours.rich())
+    console.print(tables[0].rich())
+    console.print(tables[1].rich())
+    for note in run_notes:
+        if note.startswith("WARNING") or note.startswith("In place, first query"):
+            console.print(note, markup=False, highlight=False)
+    console.print(f"Results in {out}/ (summary.md, {', '.join(RAW_FILES)}, section.json, {PLOT})",
+                  markup=False, highlight=False)

@@ -1,0 +1,285 @@
+"""Running `pglab page-read`: one session per mode, the tables loaded, then timed rounds, interleaved.
+
+Each mode has a session of its own, because pg_tempbuf.shared_pool and temp_buffers count from a
+session's first temporary table: the in-place session loads its temporary table with the pool on,
+the file session with it off (so its pool is never adopted), and the shared-hit session reads the
+UNLOGGED copy.  Every round times each mode once (the plain count, then its EXPLAIN), the order
+rotating per round, so that drifting machine load hits the modes alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from rich.console import Console
+
+from pglab.cliargs import default_out_dir, prepare_out_dir
+from pglab.errors import LabError
+from pglab.experiments.page_read import analysis as an
+from pglab.experiments.page_read.analysis import Mode, PageReadRun
+from pglab.experiments.page_read.options import FILLFACTOR, NAME, PAD_BYTES, PageReadOptions
+from pglab.machine import machine_info
+from pglab.progress import lab_progress
+from pglab.report_section import command_line, utc_timestamp
+from pglab.runlog import recorded_run
+from pglab.server import TargetServer, current_setting, open_target, server_facts
+
+EXTENSION = "pg_tempbuf"
+POOL_GUC = "pg_tempbuf.shared_pool"
+SCHEMA = "pglab_page_read"  # the UNLOGGED copy; dropped at the end
+TEMP_TABLE = "page_read_t"
+UNLOGGED_TABLE = f"{SCHEMA}.page_read_u"
+EXPLAIN = "EXPLAIN (ANALYZE, VERBOSE, BUFFERS, FORMAT JSON) "
+SERVER_SETTINGS = {
+    "shared_preload_libraries": EXTENSION,
+    "max_worker_processes": "8",
+    "max_parallel_workers": "8",
+}
+# The shared-hit copy must fit shared_buffers with room to spare.
+SHARED_BUFFERS_SHARE = 0.9
+
+Conn = psycopg.Connection[Any]
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def session_settings(workers: int) -> list[str]:
+    """What every measuring session sets (after pg_tempbuf.shared_pool and temp_buffers): a parallel
+    plan whatever the costs say, and only workers reading."""
+    return [
+        "jit = off",
+        f"max_parallel_workers_per_gather = {workers}",
+        "parallel_leader_participation = off",  # only workers read: the leader waits at Gather
+        "parallel_setup_cost = 0",
+        "parallel_tuple_cost = 0",
+        # Core does not divide a scan's disk cost among workers: with one row a page the serial plan
+        # would stay within the planner's fuzz of the parallel one and be kept.
+        "seq_page_cost = 0.01",
+        # pg_tempbuf's prices of the flush and of workers' private reads: nothing holds the parallel plan back.
+        "pg_tempbuf.write_page_cost = 0",
+        "pg_tempbuf.buffer_scan_cost = 0",
+        "pg_tempbuf.read_page_cost = 0",
+        "pg_tempbuf.parallel_margin = 0",
+    ]
+
+
+def table_sql(kind: str, name: str, pages: int, workers: int) -> list[str]:
+    """One row per page (fillfactor 10 and a 500-byte value, stored inline), vacuumed: hint bits and
+    all-visible pages in every mode, so that a page's work is its read and one tuple."""
+    return [
+        f"CREATE {kind} TABLE {name} (id int NOT NULL, pad text NOT NULL) "
+        f"WITH (fillfactor = {FILLFACTOR}, parallel_workers = {workers})",
+        f"INSERT INTO {name} SELECT g, repeat('x', {PAD_BYTES}) FROM generate_series(1, {pages}) g",
+        f"VACUUM ANALYZE {name}",
+    ]
+
+
+def count_sql(mode: Mode) -> str:
+    return f"SELECT count(*) FROM {UNLOGGED_TABLE if mode is Mode.SHARED_HIT else TEMP_TABLE}"
+
+
+def scalar(conn: Conn, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def open_session(target: TargetServer, run: PageReadRun, pool: bool) -> Conn:
+    """A measuring session: pg_tempbuf loaded, its pool setting and temp_buffers set before any
+    temporary table, then the planner settings."""
+    conn = target.connect()
+    try:
+        conn.execute("SET client_min_messages = warning")
+        conn.execute(f"LOAD '{EXTENSION}'")  # no-op when preloaded; makes --dsn servers work too
+        if current_setting(conn, POOL_GUC) is None:
+            raise LabError(f"this {EXTENSION} has no {POOL_GUC} setting: install a build with the shared pool "
+                           f"(make install PG_CONFIG=...)")
+        conn.execute(f"SET {POOL_GUC} = {'on' if pool else 'off'}")
+        conn.execute(f"SET temp_buffers = '{run.options.temp_buffers}'")
+        for setting in run.session_settings:
+            conn.execute(f"SET {setting}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def relation_facts(conn: Conn, relation: str, block_size: int) -> dict[str, int]:
+    """Size and ANALYZE's row count: no scan, which would be the session's first query (and flush)."""
+    row = conn.execute("SELECT pg_relation_size(oid), reltuples::bigint FROM pg_class WHERE oid = %s::regclass",
+                       (relation,)).fetchone()
+    assert row is not None
+    return {"bytes": int(row[0]), "pages": int(row[0]) // block_size, "rows": int(row[1])}
+
+
+def check_fits(run: PageReadRun, conn: Conn, table_bytes: int) -> None:
+    """The temporary table must stay in the leader's pool, the copy in shared_buffers."""
+    temp_buffers = int(scalar(conn, "SELECT pg_size_bytes(%s)", (run.options.temp_buffers,)))
+    if table_bytes > temp_buffers:
+        raise LabError(f"--pages {run.options.pages:,}: the table ({table_bytes / 2**20:,.0f} MiB) does not fit "
+                       f"temp_buffers = {run.options.temp_buffers} (--temp-buffers)")
+    shared = int(scalar(conn, "SELECT pg_size_bytes(current_setting('shared_buffers'))"))
+    if table_bytes > SHARED_BUFFERS_SHARE * shared:
+        raise LabError(f"--pages {run.options.pages:,}: the UNLOGGED copy ({table_bytes / 2**20:,.0f} MiB) does not "
+                       f"fit {SHARED_BUFFERS_SHARE:.0%} of shared_buffers = {current_setting(conn, 'shared_buffers')} "
+                       "(--shared-buffers)")
+
+
+def prewarm(conn: Conn) -> str:
+    """Read the UNLOGGED copy into shared_buffers; how it was done."""
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        conn.execute("SELECT pg_prewarm(%s::regclass)", (UNLOGGED_TABLE,))
+        return "pg_prewarm (buffer mode)"
+    except psycopg.Error:
+        # A TID range scan reads every page without the ring buffer a large seq scan would use.
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        conn.execute(f"SELECT count(*) FROM {UNLOGGED_TABLE} WHERE ctid >= '(0,0)'::tid")
+        conn.execute("RESET max_parallel_workers_per_gather")
+        return "a TID range scan of every page (pg_prewarm is not installed)"
+
+
+def explain(conn: Conn, mode: Mode) -> an.ScanRead:
+    plan = scalar(conn, EXPLAIN + count_sql(mode))
+    try:
+        read = an.scan_read(plan)
+        an.check_plan(read, mode)
+    except an.PlanError as exc:
+        raise LabError(f"page-read: {exc}") from exc
+    return read
+
+
+def timed_count(conn: Conn, mode: Mode, rows: int) -> float:
+    start = time.perf_counter()
+    count = scalar(conn, count_sql(mode))
+    ms = (time.perf_counter() - start) * 1000.0
+    if count != rows:
+        raise LabError(f"{an.LABELS[mode]}: count(*) returned {count:,}, expected {rows:,}: this is a bug, "
+                       "please report it")
+    return ms
+
+
+def library_facts(conn: Conn) -> dict[str, Any]:
+    """The extension's version, and the library file's size and time where this machine sees it."""
+    facts: dict[str, Any] = {
+        "pg_tempbuf": scalar(conn, "SELECT extversion FROM pg_extension WHERE extname = %s", (EXTENSION,))}
+    try:
+        libdir = scalar(conn, "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'")
+    except psycopg.Error:
+        return facts
+    library = Path(str(libdir)) / f"{EXTENSION}.so"
+    if library.is_file():
+        stat = library.stat()
+        facts["pg_tempbuf_library"] = {
+            "path": str(library), "bytes": stat.st_size,
+            "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.UTC).isoformat(timespec="seconds")}
+    return facts
+
+
+def load(run: PageReadRun, admin: Conn, sessions: dict[Mode, Conn]) -> None:
+    """The UNLOGGED copy (prewarmed), then each temporary table in its own session: the in-place one
+    left as the load and VACUUM left it (dirty, in the pool), the file one flushed."""
+    options = run.options
+    block_size = int(run.server.get("block_size") or 8192)
+    admin.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    admin.execute(f"CREATE SCHEMA {SCHEMA}")
+    for sql in table_sql("UNLOGGED", UNLOGGED_TABLE, options.pages, options.workers):
+        admin.execute(sql)
+    unlogged = relation_facts(admin, UNLOGGED_TABLE, block_size)
+    check_fits(run, admin, unlogged["bytes"])
+    run.prewarm = prewarm(admin)
+    run.table = {"rows": options.pages, "fillfactor": FILLFACTOR, "pad_bytes": PAD_BYTES, "unlogged": unlogged}
+    schema = scalar(admin, "SELECT quote_ident(extnamespace::regnamespace::text) FROM pg_extension "
+                           "WHERE extname = %s", (EXTENSION,))
+    for mode in (Mode.IN_PLACE, Mode.FILE):
+        conn = sessions[mode]
+        for sql in table_sql("TEMP", TEMP_TABLE, options.pages, options.workers):
+            conn.execute(sql)
+        run.table[str(mode)] = relation_facts(conn, TEMP_TABLE, block_size)
+        run.table[f"{mode}_dirty_local_buffers"] = int(scalar(conn, f"SELECT {schema}.pg_dirtied_local_buffers()"))
+    pages = unlogged["pages"]
+    run.table["pages"] = pages
+    run.table["rows_per_page"] = round(options.pages / pages, 3) if pages else None
+
+    # Before the timed rounds: the file session's flush, then every mode's first query (untimed).
+    for mode in an.MODES:
+        conn = sessions[mode]
+        flushed: int | None = None
+        flush_ms: float | None = None
+        if mode is Mode.FILE:
+            start = time.perf_counter()
+            flushed = int(scalar(conn, f"SELECT {schema}.pg_flush_local_buffers()"))
+            flush_ms = (time.perf_counter() - start) * 1000.0
+        run.preparations.append(an.Preparation(str(mode), flushed, flush_ms, explain(conn, mode)))
+
+
+def measure(run: PageReadRun, sessions: dict[Mode, Conn], progress: Any, task: Any) -> None:
+    rows = run.options.pages
+    for repetition in range(run.options.repetitions):
+        shift = repetition % len(an.MODES)
+        for mode in an.MODES[shift:] + an.MODES[:shift]:
+            conn = sessions[mode]
+            wall = timed_count(conn, mode, rows)
+            run.samples.append(an.Sample(str(mode), repetition, wall, explain(conn, mode)))
+            progress.advance(task)
+
+
+def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
+    from pglab.experiments.page_read.report import write_raw  # writes what exists, also on failure
+
+    run = PageReadRun(options=options, machine=machine_info(), command=command_line(), started=utc_timestamp(),
+                      session_settings=session_settings(options.workers))
+    run.machine["load_average_start"] = load_average()
+    settings = dict(SERVER_SETTINGS)
+    if options.shared_buffers is not None:
+        settings["shared_buffers"] = options.shared_buffers
+    with open_target(options.pg_config, options.dsn, options.checksums, require_extension=EXTENSION,
+                     settings=settings) as target:
+        with target.connect() as admin:
+            admin.execute("SET client_min_messages = warning")
+            admin.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
+            admin.execute(f"LOAD '{EXTENSION}'")  # its settings' defaults, also on a --dsn server
+            run.server = server_facts(admin, ("shared_buffers", "max_worker_processes", "max_parallel_workers",
+                                              "shared_preload_libraries", "pg_tempbuf.read_page_cost",
+                                              "pg_tempbuf.write_page_cost"))
+            run.server["target"] = target.description
+            run.server["temp_buffers"] = options.temp_buffers
+            run.server.update(library_facts(admin))
+            out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
+            run.out_dir = prepare_out_dir(out, options.out_dir is None)
+
+            def write(status: str, error: str | None) -> None:
+                run.status, run.error = status, error
+                if status != "ok":
+                    write_raw(run)
+
+            sessions: dict[Mode, Conn] = {}
+            with recorded_run(run, write), lab_progress(console) as progress:
+                task = progress.add_task("page-read: loading", total=options.repetitions * len(an.MODES))
+                try:
+                    for mode in an.MODES:
+                        sessions[mode] = open_session(target, run, pool=mode is not Mode.FILE)
+                    load(run, admin, sessions)
+                    progress.update(task, description=f"page-read: {options.pages:,} pages, {options.workers} "
+                                                      "workers")
+                    measure(run, sessions, progress, task)
+                    run.machine["load_average_end"] = load_average()
+                    run.notes.append(f"Load average (1, 5, 15 min) at the start {run.machine['load_average_start']}, "
+                                     f"at the end {run.machine['load_average_end']}, on "
+                                     f"{run.machine.get('cpu_cores_logical')} logical cores: other work on the "
+                                     "machine widens the spread, and hits the modes alike, round by round.")
+                finally:
+                    for conn in sessions.values():
+                        conn.close()
+                    try:
+                        admin.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+                    except psycopg.Error:
+                        pass
+    return run
