@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from helpers import assert_main_fails_in_one_line, run_pglab
 
 from pglab.experiments.page_read import analysis as an
-from pglab.experiments.page_read.analysis import Mode
+from pglab.experiments.page_read.analysis import Mode, Pool
 
 
 def _worker(number: int, ms: float, **buffers: int) -> dict[str, Any]:
@@ -131,6 +132,130 @@ def test_summaries_and_ratios() -> None:
     assert an.summaries([]) == {} and an.ratios([]) == []
 
 
+def _serial_plan(scan: dict[str, Any], gather: bool = False) -> list[dict[str, Any]]:
+    node: dict[str, Any] = {"Node Type": "Aggregate", "Plans": [scan]}
+    if gather:
+        node = {"Node Type": "Gather", "Workers Planned": 2, "Workers Launched": 2, "Plans": [node]}
+    return [{"Plan": {"Node Type": "Aggregate", "Plans": [node]} if gather else node,
+             "Planning": {"Shared Hit Blocks": 12}, "Execution Time": 30.5}]
+
+
+def seq_scan(**fields: Any) -> dict[str, Any]:
+    return {"Node Type": "Seq Scan", "Parallel Aware": False, "Relation Name": "serial_t", "Shared Hit Blocks": 0,
+            "Shared Read Blocks": 0, "Local Hit Blocks": 1728, "Local Read Blocks": 0, **fields}
+
+
+def test_serial_scan_of_a_plain_seq_scan() -> None:
+    scan = an.serial_scan(_serial_plan(seq_scan()))
+    assert (scan.node, scan.relation, scan.parallel_aware, scan.gathers) == ("Seq Scan", "serial_t", False, 0)
+    assert (scan.local_hit, scan.local_read, scan.shared_hit, scan.shared_read) == (1728, 0, 0, 0)
+    assert scan.execution_ms == 30.5  # the planning's shared hits are not the scan's
+    an.check_serial(scan, Pool.SHARED)
+    an.check_serial(scan, Pool.PRIVATE)
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        (_serial_plan(seq_scan(**{"Parallel Aware": True}), gather=True), "parallel Seq Scan under 1 Gather"),
+        (_serial_plan(temp_scan(**{"Parallel Aware": False})), r"Custom Scan \(Temp Seq Scan\)"),
+        (_serial_plan(seq_scan(**{"Local Read Blocks": 12})), "12 local reads"),
+        (_serial_plan(seq_scan(**{"Local Hit Blocks": 0, "Shared Hit Blocks": 5})), "0 local hits"),
+    ],
+)
+def test_serial_plans_the_benchmark_refuses(plan: list[dict[str, Any]], message: str) -> None:
+    with pytest.raises(an.PlanError, match=message):
+        an.check_serial(an.serial_scan(plan), Pool.SHARED)
+
+
+def test_serial_scan_needs_one_scan() -> None:
+    two = [{"Plan": {"Node Type": "Append", "Plans": [seq_scan(), seq_scan()]}, "Execution Time": 1.0}]
+    with pytest.raises(an.PlanError, match="found 2"):
+        an.serial_scan(two)
+
+
+MAPS = """\
+55d0c0a00000-55d0c0e00000 r-xp 00000000 08:01 1234   /usr/lib/postgresql/bin/postgres
+7f3a10000000-7f3a14002000 rw-s 00000000 00:01 5678   /memfd:pg_tempbuf local buffers (deleted)
+7f3a20000000-7f3a20100000 rw-s 00000000 00:01 9999   /dev/zero (deleted)
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0              [stack]
+"""
+
+
+def test_pool_mapping_from_proc_maps() -> None:
+    mapping = an.pool_mapping(MAPS)
+    assert mapping.checked and mapping.mapped and mapping.bytes == 0x4002000
+    assert "7f3a10000000-7f3a14002000" in mapping.detail and "/dev/zero" not in mapping.detail
+    assert mapping.label == "yes, 64 MiB"
+    private = an.pool_mapping("\n".join(line for line in MAPS.splitlines() if "memfd" not in line))
+    assert private.checked and private.mapped is False and private.bytes == 0 and private.label == "no"
+    unchecked = an.unchecked_mapping("/proc/12/maps not readable: Permission denied")
+    assert not unchecked.checked and unchecked.mapped is None and unchecked.label == "not checked"
+
+
+def test_memory_kb_from_proc_status() -> None:
+    status = "Name:\tpostgres\nVmRSS:\t   28324 kB\nRssAnon:\t    3488 kB\nRssFile:\t   0 kB\n" \
+             "RssShmem:\t   24836 kB\nThreads:\t1\n"
+    assert an.memory_kb(status) == {"VmRSS": 28324, "RssAnon": 3488, "RssFile": 0, "RssShmem": 24836}
+    assert an.memory_kb("") == {}
+
+
+def _check(pool: Pool, mapped: bool | None) -> an.SerialCheck:
+    mapping = an.unchecked_mapping("not here") if mapped is None else an.pool_mapping(MAPS if mapped else "")
+    return an.SerialCheck(str(pool), 42, 30.0, an.serial_scan(_serial_plan(seq_scan())), mapping, {})
+
+
+def test_mapping_warnings() -> None:
+    assert an.mapping_warnings([_check(Pool.SHARED, True), _check(Pool.PRIVATE, False)]) == []
+    assert an.mapping_warnings([_check(Pool.SHARED, None), _check(Pool.PRIVATE, None)]) == []  # not checked
+    warnings = an.mapping_warnings([_check(Pool.SHARED, False), _check(Pool.PRIVATE, True)])
+    assert len(warnings) == 2 and "does not map" in warnings[0] and " maps " in warnings[1]
+
+
+def test_pool_order_alternates() -> None:
+    assert an.pool_order(0) == (Pool.SHARED, Pool.PRIVATE) and an.pool_order(1) == (Pool.PRIVATE, Pool.SHARED)
+    assert an.pool_order(2) == an.pool_order(0)
+
+
+def _serial_samples(pool_ms: list[float], private_ms: list[float]) -> list[an.SerialSample]:
+    out = []
+    times = {Pool.SHARED: pool_ms, Pool.PRIVATE: private_ms}
+    for repetition in range(len(pool_ms)):
+        for position, pool in enumerate(an.pool_order(repetition)):
+            out.append(an.SerialSample(str(pool), repetition, position, times[pool][repetition]))
+    return out
+
+
+def test_serial_spreads_and_ratio() -> None:
+    samples = _serial_samples([101.0, 99.0, 110.0, 100.0], [100.0, 100.0, 100.0, 80.0])
+    spreads = an.serial_spreads(samples)
+    assert spreads[Pool.SHARED].median == pytest.approx(100.5) and spreads[Pool.SHARED].low == 99.0
+    assert spreads[Pool.PRIVATE].median == pytest.approx(100.0) and spreads[Pool.PRIVATE].high == 100.0
+    assert an.serial_paired(samples) == pytest.approx([1.01, 0.99, 1.1, 1.25])
+    assert an.serial_rounds(samples) == [0, 1, 2, 3]
+    ratio = an.serial_ratio(samples)
+    assert ratio is not None
+    assert ratio.of_medians == pytest.approx(1.005)
+    # Per round 1.01, 0.99, 1.10, 1.25: median 1.055, min 0.99, max 1.25.
+    assert ratio.paired.median == pytest.approx(1.055) and ratio.paired.low == pytest.approx(0.99)
+    assert ratio.paired.high == pytest.approx(1.25) and ratio.paired.n == 4
+    assert 0 < ratio.differ_p <= 1
+    # Firsts: pool 101 (round 0), private 100 (1), pool 110 (2), private 80 (3): median 100.5; seconds 100, 99,
+    # 100, 100: median 100.
+    assert ratio.first_second == pytest.approx(1.005)
+    assert ratio.meets(1.02) is None and ratio.verdict(1.02) == "undecided"  # the two estimates split
+    assert ratio.meets(1.1) is True and ratio.verdict(1.1) == "met"
+    assert ratio.meets(1.0) is False and ratio.verdict(1.0) == "not met"
+
+
+def test_serial_ratio_needs_both_sessions() -> None:
+    assert an.serial_ratio([]) is None and an.serial_spreads([]) == {}
+    only_pool = [an.SerialSample(str(Pool.SHARED), 0, 0, 10.0)]
+    assert an.serial_ratio(only_pool) is None and an.serial_paired(only_pool) == []
+    unfinished = _serial_samples([10.0, 10.0], [10.0, 10.0])[:3]  # the last round timed one session
+    assert an.serial_paired(unfinished) == [1.0] and an.serial_rounds(unfinished) == [0]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -143,6 +268,10 @@ def test_summaries_and_ratios() -> None:
         (["--dsn", "host=/nonexistent", "--checksums"], "--checksums"),
         (["--out", "/nonexistent/dir/x"], "parent directory"),
         (["--pg-config", "/nonexistent/pg_config"], "pg_config not found"),
+        (["--serial-rows", "0"], "--serial-rows"),
+        (["--serial-repetitions", "-1"], "--serial-repetitions"),
+        (["--serial-temp-buffers", "8MB,16MB"], "one size"),
+        (["--no-serial", "--serial-rows", "1000"], "--serial-rows only applies to the serial part"),
     ],
 )
 def test_bad_options(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,7 +283,8 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     out.parent.mkdir()
     result = run_pglab("page-read", "--quick", "--pg-config", pg_config_path, "--out", str(out), timeout=300)
     assert result.returncode == 0, result.stderr
-    for name in ("raw.csv", "workers.csv", "results.json", "summary.md", "section.json", "page_read.png"):
+    for name in ("raw.csv", "workers.csv", "results.json", "summary.md", "section.json", "page_read.png",
+                 "serial.csv", "serial_scan.png"):
         assert (out / name).is_file(), name
 
     with (out / "raw.csv").open() as f:
@@ -184,8 +314,47 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     file_prep = next(p for p in results["preparations"] if p["mode"] == "file")
     assert file_prep["flushed_before"] >= results["table"]["pages"]  # the load's dirty pages written before timing
 
+    # The serial part: both sessions timed every round, a plain Seq Scan of local hits, the pool mapped in one only.
+    serial = results["serial"]
+    serial_repetitions = results["options"]["serial_repetitions"]
+    with (out / "serial.csv").open() as f:
+        serial_raw = list(csv.DictReader(f))
+    assert len(serial_raw) == 2 * serial_repetitions
+    assert all(float(r["wall_ms"]) > 0 for r in serial_raw)
+    for pool in ("pool", "private"):
+        rows = [r for r in serial_raw if r["session"] == pool]
+        assert {int(r["repetition"]) for r in rows} == set(range(serial_repetitions)), pool
+        assert {int(r["position"]) for r in rows} == {0, 1}, pool  # the order alternates
+        assert serial["sessions"][pool]["median"] > 0 and serial["sessions"][pool]["n"] == serial_repetitions
+    checks = {c["session"]: c for c in serial["checks"]}
+    assert set(checks) == {"pool", "private"}
+    pages = serial["table"]["pool"]["pages"]
+    assert pages > 0 and serial["table"]["private"]["pages"] == pages
+    for pool, check in checks.items():
+        scan = check["scan"]
+        assert scan["node"] == "Seq Scan" and scan["gathers"] == 0 and not scan["parallel_aware"], pool
+        assert scan["local_hit"] == pages and scan["local_read"] == 0, pool
+    if os.geteuid() == 0:  # root reads any backend's /proc/<pid>/maps (as does the server's own user)
+        assert checks["pool"]["mapping"]["checked"] and checks["private"]["mapping"]["checked"]
+    if checks["pool"]["mapping"]["checked"]:
+        assert checks["pool"]["mapping"]["mapped"] and checks["pool"]["mapping"]["bytes"] >= pages * 8192
+    if checks["private"]["mapping"]["checked"]:
+        assert checks["private"]["mapping"]["mapped"] is False
+    assert serial["warnings"] == []
+    ratio = serial["ratio"]
+    assert ratio["of_medians"] > 0 and ratio["paired"]["median"] > 0 and ratio["paired"]["n"] == serial_repetitions
+    assert ratio["acceptance"] in ("met", "not met", "undecided")
+
     section = json.loads((out / "section.json").read_text())
-    assert section["experiment"] == "page-read" and section["plots"] == ["page_read.png"]
+    assert section["experiment"] == "page-read" and section["plots"] == ["page_read.png", "serial_scan.png"]
+    assert "serial.csv" in section["raw_data"]
+    serial_tables = [t for t in section["tables"] if t["caption"].startswith("The leader's own serial scan")]
+    assert len(serial_tables) == 1
+    assert [row[0] for row in serial_tables[0]["rows"]] == [an.POOL_LABELS[Pool.SHARED], an.POOL_LABELS[Pool.PRIVATE]]
+    assert all(row[1] > 0 for row in serial_tables[0]["rows"])  # wall ms medians
+    ratio_row = next(t for t in section["tables"] if t["caption"].startswith("The serial scan, pool / private"))["rows"]
+    assert ratio_row[0][0] == "pool / private" and ratio_row[0][1] > 0
+    assert "The leader's own serial scan" in (out / "summary.md").read_text()
     assert [row[0] for row in section["ours"]["rows"]] == ["in place", "file", "shared hit"]
     assert all(row[1] > 0 for row in section["ours"]["rows"])  # µs/page medians
     assert section["machine"]["cpu_model"] and section["versions"]["postgresql_major"] >= 15
@@ -195,3 +364,17 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
     report = run_pglab("report", "--results", str(out.parent), "--out", str(page), timeout=120)
     assert report.returncode == 0, report.stderr
     assert "page-read: PostgreSQL" in report.stdout and 'data-experiment="page-read"' in page.read_text()
+
+
+def test_no_serial_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
+    """--no-serial: the parallel part alone, no serial output anywhere."""
+    out = tmp_path / "page-read"
+    result = run_pglab("page-read", "--no-serial", "--pages", "1000", "--repetitions", "2", "--pg-config",
+                       pg_config_path, "--out", str(out), timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert not (out / "serial.csv").exists() and not (out / "serial_scan.png").exists()
+    results = json.loads((out / "results.json").read_text())
+    assert results["status"] == "ok" and results["serial"] is None and not results["options"]["serial"]
+    section = json.loads((out / "section.json").read_text())
+    assert section["plots"] == ["page_read.png"] and "serial.csv" not in section["raw_data"]
+    assert not any("serial" in t["caption"] for t in section["tables"])

@@ -136,7 +136,7 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 	worker_share = parallel_workers / divisor;
 	read_cost = in_place ? 0.0 :
 		tb_read_page_cost * price->resident_pages * worker_share / divisor;
-	if (price->upfront || !parallel_leader_participation)
+	if (price->upfront || (!parallel_leader_participation && !in_place))
 	{
 		*startup = *flush = tb_priced_flush(price);
 		*run = read_cost;

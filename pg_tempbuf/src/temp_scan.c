@@ -467,6 +467,17 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
 			err = tb_shared_pool_attach(&ts->shared->pool);
 		ts->copies_from_leader = err == 0;
+		/* No leader to write what it would read: see tb_ts_setup_shared(). */
+		if (err > 0 && !parallel_leader_participation &&
+			ts->shared->nleader_pages > 0)
+		{
+			errno = err;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("parallel worker could not map the leader's local buffers to read temporary table \"%s\": %m",
+							RelationGetRelationName(ts->css.ss.ss_currentRelation)),
+					 errhint("SET pg_tempbuf.shared_pool = off makes the leader write the pages its workers read.")));
+		}
 		if (!ts->copies_from_leader)
 		{
 			/* Before the count, a barrier: the leader reads it after. */

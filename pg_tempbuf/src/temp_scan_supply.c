@@ -476,8 +476,12 @@ void
 tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 				   TempScanShared *shared)
 {
-	/* Workers wait on a flush only where the leader surely gets to it. */
-	tb_ts_prepare(ts, parallel_leader_participation ?
+	/*
+	 * Workers wait on a flush only where the leader surely gets to it, or
+	 * read the leader's pool and wait for nothing (a worker that cannot map
+	 * it then fails: temp_scan.c).
+	 */
+	tb_ts_prepare(ts, parallel_leader_participation || offers_leader_pages(ts) ?
 					  ts->plan_flush_mode : TB_FLUSH_UPFRONT);
 	tb_ts_reset_pass(ts);
 
@@ -502,6 +506,18 @@ tb_ts_setup_shared(TempScanState *ts, ParallelContext *pcxt,
 	tb_hazard_meet_init(&shared->hazard);
 	ts->hazard_served = false;
 	guard_pages(ts, shared);
+
+	/*
+	 * A leader out of the scan that lists no pages after all (none held,
+	 * the pool refused) writes everything now: no one would follow.
+	 */
+	if (!parallel_leader_participation && ts->flushing && shared->nleader_pages == 0)
+	{
+		ts->flushing = false;
+		ts->flush_mode = TB_FLUSH_UPFRONT;
+		tb_ts_flush_table(ts);
+		pg_atomic_write_u32(&shared->readable_below, ALL_READABLE);
+	}
 	shared->nworkers = pcxt->nworkers;
 	memset(shared->counters, 0, sizeof(TempScanCounters) * (pcxt->nworkers + 1));
 	ts->shared = shared;

@@ -1,4 +1,5 @@
-"""What a page-read run measured: EXPLAIN's per-worker reads parsed, per-mode summaries, ratios."""
+"""What a page-read run measured: EXPLAIN's per-worker reads parsed, per-mode summaries, ratios; and the
+serial part's: the leader's own scan with its pool shared or private, the plan and mapping checks, the ratio."""
 
 from __future__ import annotations
 
@@ -290,6 +291,213 @@ class Preparation:
     first: ScanRead
 
 
+# The serial part: the leader's own scan, pg_tempbuf.parallel_scan = off, no workers; its local buffers in the
+# shared pool (a memfd) or in core's private memory.
+
+
+class Pool(StrEnum):
+    SHARED = "pool"  # pg_tempbuf.shared_pool = on: the local buffers moved into the memfd
+    PRIVATE = "private"  # pg_tempbuf.shared_pool = off before the first temporary table: core's private memory
+
+
+POOLS = (Pool.SHARED, Pool.PRIVATE)
+POOL_LABELS = {Pool.SHARED: "pool (shared_pool = on)", Pool.PRIVATE: "private (shared_pool = off)"}
+MEMFD_NAME = "/memfd:pg_tempbuf local buffers"  # the pool's mapping in /proc/<pid>/maps
+
+
+def pool_order(repetition: int) -> tuple[Pool, Pool]:
+    """Which session goes first in a round: the pool in even rounds, the private one in odd rounds."""
+    return POOLS if repetition % 2 == 0 else (POOLS[1], POOLS[0])
+
+
+@dataclass(frozen=True)
+class SerialScan:
+    """One EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of the serial count: its scan node."""
+
+    node: str  # "Seq Scan" expected; "Custom Scan (Temp Seq Scan)" would be pg_tempbuf's
+    relation: str | None
+    parallel_aware: bool
+    gathers: int  # Gather or Gather Merge nodes in the plan (0 expected)
+    workers_launched: int
+    local_hit: int
+    local_read: int
+    shared_hit: int  # the scan node's: 0 expected for a temporary table
+    shared_read: int
+    execution_ms: float
+
+
+def serial_scan(explain: Any) -> SerialScan:
+    """The serial count's scan, from EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)."""
+    top = explain[0] if isinstance(explain, list) else explain
+    nodes = list(_nodes(top["Plan"]))
+    scans = [n for n in nodes if n.get("Node Type") in ("Seq Scan", "Custom Scan")]
+    if len(scans) != 1:
+        raise PlanError(f"serial scan: expected one Seq Scan, found {len(scans)} scan nodes")
+    scan = scans[0]
+    provider = scan.get("Custom Plan Provider")
+    gathers = [n for n in nodes if n.get("Node Type") in GATHER_NODES]
+    return SerialScan(
+        node=f"Custom Scan ({provider})" if provider else str(scan["Node Type"]),
+        relation=scan.get("Relation Name"),
+        parallel_aware=bool(scan.get("Parallel Aware")),
+        gathers=len(gathers),
+        workers_launched=sum(int(g.get("Workers Launched", 0)) for g in gathers),
+        local_hit=int(scan.get("Local Hit Blocks", 0)),
+        local_read=int(scan.get("Local Read Blocks", 0)),
+        shared_hit=int(scan.get("Shared Hit Blocks", 0)),
+        shared_read=int(scan.get("Shared Read Blocks", 0)),
+        execution_ms=float(top.get("Execution Time", math.nan)),
+    )
+
+
+def check_serial(scan: SerialScan, pool: Pool) -> None:
+    """A plain serial Seq Scan, no Gather, every page a local buffer hit."""
+    label = POOL_LABELS[pool]
+    if scan.node != "Seq Scan" or scan.parallel_aware or scan.gathers:
+        raise PlanError(f"serial scan, {label}: expected a plain serial Seq Scan, got "
+                        f"{'a parallel ' if scan.parallel_aware else ''}{scan.node}"
+                        f"{f' under {scan.gathers} Gather' if scan.gathers else ''}")
+    if scan.local_hit == 0 or scan.local_read or scan.shared_hit or scan.shared_read:
+        raise PlanError(f"serial scan, {label}: expected local buffer hits only, got {scan.local_hit} local hits, "
+                        f"{scan.local_read} local reads, {scan.shared_hit} shared hits, {scan.shared_read} shared "
+                        "reads (temp_buffers too small for the table?)")
+
+
+@dataclass(frozen=True)
+class PoolMapping:
+    """Whether the backend maps the pool's memfd, from /proc/<pid>/maps."""
+
+    checked: bool  # False: not readable (the reason in detail)
+    mapped: bool | None  # None when not checked
+    bytes: int  # the memfd mappings' size
+    detail: str  # the mapping lines, or why not checked
+
+    @property
+    def label(self) -> str:
+        if not self.checked:
+            return "not checked"
+        return f"yes, {self.bytes / 2**20:,.0f} MiB" if self.mapped else "no"
+
+
+def pool_mapping(maps: str) -> PoolMapping:
+    """The memfd pool's lines of /proc/<pid>/maps ('7f..-7f.. rw-s 0 00:01 12 /memfd:pg_tempbuf local buffers
+    (deleted)')."""
+    lines = [line.strip() for line in maps.splitlines() if MEMFD_NAME in line]
+    size = 0
+    for line in lines:
+        start, _, end = line.split()[0].partition("-")
+        size += int(end, 16) - int(start, 16)
+    return PoolMapping(checked=True, mapped=bool(lines), bytes=size, detail="; ".join(lines))
+
+
+def unchecked_mapping(why: str) -> PoolMapping:
+    return PoolMapping(checked=False, mapped=None, bytes=0, detail=why)
+
+
+def memory_kb(status: str) -> dict[str, int]:
+    """The resident-set lines of /proc/<pid>/status in kB: {'VmRSS': .., 'RssAnon': .., 'RssShmem': ..}."""
+    out: dict[str, int] = {}
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem") and value.strip().endswith("kB"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+@dataclass(frozen=True)
+class SerialCheck:
+    """One session's checks before its timed rounds: the plan, the mapping and its memory."""
+
+    session: str
+    pid: int
+    warm_ms: float  # the warm-up read, timed by the client
+    scan: SerialScan
+    mapping: PoolMapping
+    memory_kb: dict[str, int]  # after the checks; {} where /proc/<pid>/status was not read
+
+
+def mapping_warnings(checks: Sequence[SerialCheck]) -> list[str]:
+    """A pool session that does not map the memfd, or a private one that does: the comparison is void."""
+    out = []
+    for check in checks:
+        expected = check.session == str(Pool.SHARED)
+        if check.mapping.checked and check.mapping.mapped != expected:
+            out.append(f"the {POOL_LABELS[Pool(check.session)]} session's backend (pid {check.pid}) "
+                       f"{'does not map' if expected else 'maps'} {MEMFD_NAME!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class SerialSample:
+    session: str
+    repetition: int
+    position: int  # 0: first in its round, 1: second
+    wall_ms: float  # SELECT count(*), sum(length(s)), timed by the client
+
+
+def serial_spreads(samples: Sequence[SerialSample]) -> dict[Pool, Spread]:
+    out: dict[Pool, Spread] = {}
+    for pool in POOLS:
+        mine = [s.wall_ms for s in samples if s.session == str(pool)]
+        if mine:
+            out[pool] = Spread.of(mine)
+    return out
+
+
+def _serial_rounds(samples: Sequence[SerialSample]) -> list[tuple[int, float]]:
+    by_round: dict[int, dict[str, float]] = {}
+    for s in samples:
+        by_round.setdefault(s.repetition, {})[s.session] = s.wall_ms
+    pool, private = str(Pool.SHARED), str(Pool.PRIVATE)
+    return [(n, r[pool] / r[private]) for n, r in sorted(by_round.items()) if pool in r and private in r and r[private]]
+
+
+def serial_paired(samples: Sequence[SerialSample]) -> list[float]:
+    """pool / private per round, over the rounds that timed both."""
+    return [ratio for _, ratio in _serial_rounds(samples)]
+
+
+def serial_rounds(samples: Sequence[SerialSample]) -> list[int]:
+    """The rounds serial_paired's ratios come from."""
+    return [n for n, _ in _serial_rounds(samples)]
+
+
+@dataclass(frozen=True)
+class SerialRatio:
+    """pool / private of the serial scan's wall time."""
+
+    of_medians: float
+    paired: Spread  # per round: the pool's time over the private one's of the same round
+    differ_p: float  # Mann-Whitney p that the two sessions' times come from one distribution
+    first_second: float  # median time of the round's first query / of its second (an order effect)
+
+    def meets(self, limit: float) -> bool | None:
+        """Both estimates within the limit: True; both above: False; split, or nothing measured: None."""
+        checks = [v <= limit for v in (self.of_medians, self.paired.median) if not math.isnan(v)]
+        if not checks or len(set(checks)) > 1:
+            return None
+        return checks[0]
+
+    def verdict(self, limit: float) -> str:
+        meets = self.meets(limit)
+        return {True: "met", False: "not met", None: "undecided"}[meets]
+
+
+def serial_ratio(samples: Sequence[SerialSample]) -> SerialRatio | None:
+    spreads = serial_spreads(samples)
+    if len(spreads) < len(POOLS):
+        return None
+    first = [s.wall_ms for s in samples if s.position == 0]
+    second = [s.wall_ms for s in samples if s.position == 1]
+    return SerialRatio(
+        of_medians=_div(spreads[Pool.SHARED].median, spreads[Pool.PRIVATE].median),
+        paired=Spread.of(serial_paired(samples)),
+        differ_p=stats.differ_p([s.wall_ms for s in samples if s.session == str(Pool.SHARED)],
+                                [s.wall_ms for s in samples if s.session == str(Pool.PRIVATE)]),
+        first_second=_div(Spread.of(first).median, Spread.of(second).median) if first and second else math.nan,
+    )
+
+
 @dataclass
 class PageReadRun:
     options: PageReadOptions
@@ -308,6 +516,11 @@ class PageReadRun:
     status: str = "running"
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The serial part (empty with --no-serial, or when the run stopped before it)
+    serial_samples: list[SerialSample] = field(default_factory=list)
+    serial_checks: list[SerialCheck] = field(default_factory=list)
+    serial_table: dict[str, Any] = field(default_factory=dict)  # rows, bytes, pages per session, the query
+    serial_settings: list[str] = field(default_factory=list)  # what both serial sessions set (but the pool)
 
     @property
     def version_num(self) -> int:

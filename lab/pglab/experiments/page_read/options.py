@@ -18,6 +18,16 @@ DEFAULT_SHARED_BUFFERS = "1GB"  # the throwaway cluster's: holds the UNLOGGED co
 FILLFACTOR = 10
 PAD_BYTES = 500  # a 532-byte row: with fillfactor 10 a page takes one
 
+# The serial part: the leader's own scan of a temporary table, its local buffers in the shared pool or in
+# core's private memory (pg_tempbuf.parallel_scan = off, no workers).
+DEFAULT_SERIAL_ROWS = 1_500_000  # (id int, md5 text): about 100 MiB
+QUICK_SERIAL_ROWS = 200_000
+DEFAULT_SERIAL_REPETITIONS = 61  # timed rounds, each timing both sessions once, the order alternating
+QUICK_SERIAL_REPETITIONS = 21
+DEFAULT_SERIAL_TEMP_BUFFERS = "512MB"  # holds the serial table: every page a local hit
+QUICK_SERIAL_TEMP_BUFFERS = "64MB"
+SERIAL_ACCEPTANCE = 1.02  # "a serial scan with pg_tempbuf.parallel_scan = off is not slower (<= 2%)"
+
 
 @dataclass(frozen=True)
 class PageReadOptions:
@@ -31,3 +41,7 @@ class PageReadOptions:
     dsn: str | None = None
     checksums: bool | None = None  # the throwaway cluster's data checksums; None: initdb's default
     quick: bool = False
+    serial: bool = True  # also time the leader's serial scan, pool vs private (--no-serial: skip it)
+    serial_rows: int = DEFAULT_SERIAL_ROWS
+    serial_repetitions: int = DEFAULT_SERIAL_REPETITIONS
+    serial_temp_buffers: str = DEFAULT_SERIAL_TEMP_BUFFERS

@@ -1,4 +1,5 @@
-"""Outputs of `pglab page-read`: raw.csv, workers.csv, results.json, summary.md, the plot, section.json."""
+"""Outputs of `pglab page-read`: raw.csv, workers.csv, results.json, summary.md, the plot, section.json; and the
+serial part's serial.csv, tables and plot (not with --no-serial)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from rich.console import Console
 
 from pglab import report_section as rs
 from pglab.experiments.page_read import analysis as an
-from pglab.experiments.page_read.analysis import LABELS, WHAT, Mode, PageReadRun
-from pglab.experiments.page_read.options import NAME
-from pglab.experiments.page_read.plots import plot_page_read
+from pglab.experiments.page_read.analysis import LABELS, POOL_LABELS, POOLS, WHAT, Mode, PageReadRun, Pool
+from pglab.experiments.page_read.options import NAME, SERIAL_ACCEPTANCE
+from pglab.experiments.page_read.plots import plot_page_read, plot_serial
 from pglab.jsonio import write_json
 from pglab.run_report import run_section, server_label, summary_opening
 
@@ -25,6 +26,13 @@ RAW_FIELDS = ["mode", "repetition", "wall_ms", "explain_ms", "workers_planned", 
               "worker_ms", "us_per_page", "leader_pages", "pages_flushed", "flush_ms", "pages_from_pool",
               "page_source", "shared_hit", "shared_read"]
 WORKER_FIELDS = ["mode", "repetition", "worker", "pages", "ms", "us_per_page"]
+SERIAL_PLOT = "serial_scan.png"
+SERIAL_RAW = "serial.csv"
+SERIAL_FIELDS = ["session", "repetition", "position", "wall_ms"]
+
+
+def raw_files(run: PageReadRun) -> list[str]:
+    return RAW_FILES + ([SERIAL_RAW] if run.options.serial else [])
 
 
 def expected_table(run: PageReadRun) -> rs.Table:
@@ -86,8 +94,34 @@ def write_raw(run: PageReadRun) -> None:
         "preparations": [{**asdict(p), "us_per_page": p.first.us_per_page} for p in run.preparations],
         "modes": {str(m): asdict(s) for m, s in an.summaries(run.samples).items()},
         "ratios": [{**asdict(r), "label": r.label} for r in an.ratios(run.samples)],
+        "serial": serial_results(run),
         "notes": run.notes,
     })
+    if run.options.serial:
+        _csv(out / SERIAL_RAW, [{"session": s.session, "repetition": s.repetition, "position": s.position,
+                                 "wall_ms": _r(s.wall_ms)} for s in run.serial_samples], SERIAL_FIELDS)
+
+
+def serial_results(run: PageReadRun) -> dict[str, Any] | None:
+    """results.json's "serial": the leader's own scan, pool vs private (None with --no-serial)."""
+    if not run.options.serial:
+        return None
+    ratio = an.serial_ratio(run.serial_samples)
+    return {
+        "table": run.serial_table, "settings": run.serial_settings,
+        "checks": [asdict(c) for c in run.serial_checks],
+        "sessions": {str(pool): asdict(spread) for pool, spread in an.serial_spreads(run.serial_samples).items()},
+        "ratio": None if ratio is None else {
+            **asdict(ratio), "label": "pool / private", "acceptance_limit": SERIAL_ACCEPTANCE,
+            "acceptance": serial_verdict(run, ratio)},
+        "warnings": an.mapping_warnings(run.serial_checks),
+    }
+
+
+def serial_verdict(run: PageReadRun, ratio: an.SerialRatio) -> str:
+    if an.mapping_warnings(run.serial_checks):
+        return "void (mapping check)"
+    return ratio.verdict(SERIAL_ACCEPTANCE)
 
 
 def setup_line(run: PageReadRun) -> str:
@@ -146,6 +180,89 @@ def preparation_table(run: PageReadRun) -> rs.Table:
         caption="Before the timed rounds: the file session's explicit flush, then each mode's first query (untimed)")
 
 
+def serial_setup(run: PageReadRun) -> str:
+    table = run.serial_table
+    facts = table.get(str(Pool.SHARED)) or table.get(str(Pool.PRIVATE)) or {}
+    size = f"{facts['pages']:,} pages, {facts['bytes'] / 2**20:,.0f} MiB" if facts else "?"
+    return (f"{server_label(run)}, {run.options.serial_rows:,} rows (id int, md5 text; {size}), temp_buffers = "
+            f"{run.options.serial_temp_buffers}")
+
+
+def serial_table(run: PageReadRun) -> rs.Table:
+    """The leader's own serial scan, one row per session: the client's times and the checks."""
+    spreads = an.serial_spreads(run.serial_samples)
+    checks = {c.session: c for c in run.serial_checks}
+    rows: list[list[rs.Cell]] = []
+    for pool in POOLS:
+        spread = spreads.get(pool)
+        check = checks.get(str(pool))
+        scan = check.scan if check else None
+        memory = check.memory_kb if check else {}
+        rows.append([
+            POOL_LABELS[pool], _r(spread.median, 2) if spread else None, _r(spread.low, 2) if spread else None,
+            _r(spread.high, 2) if spread else None, spread.n if spread else 0,
+            scan.node if scan else None, scan.local_hit if scan else None, scan.local_read if scan else None,
+            _r(scan.execution_ms, 2) if scan else None, check.mapping.label if check else None,
+            memory.get("RssAnon"), memory.get("RssShmem")])
+    return rs.Table(
+        ["session", "wall ms median", "wall ms min", "wall ms max", "rounds", "EXPLAIN: scan",
+         "EXPLAIN: local hits", "EXPLAIN: local reads", "EXPLAIN: execution ms", "maps the memfd pool",
+         "RssAnon kB", "RssShmem kB"], rows,
+        caption=(f"The leader's own serial scan ({serial_setup(run)}): `{run.serial_table.get('query', '?')}` with "
+                 "pg_tempbuf.parallel_scan = off and max_parallel_workers_per_gather = 0, in two sessions, timed by "
+                 f"the client in {run.options.serial_repetitions} interleaved rounds (the order alternating); "
+                 "EXPLAIN (ANALYZE, BUFFERS) once per session before the rounds; the mapping from /proc/<pid>/maps, "
+                 "the memory from /proc/<pid>/status after it"))
+
+
+def serial_ratio_table(run: PageReadRun) -> rs.Table:
+    ratio = an.serial_ratio(run.serial_samples)
+    rows: list[list[rs.Cell]] = []
+    if ratio is not None:
+        rows.append(["pool / private", _r(ratio.of_medians, 4), _r(ratio.paired.median, 4), _r(ratio.paired.low, 4),
+                     _r(ratio.paired.high, 4), _interval(ratio.paired), ratio.paired.n,
+                     None if math.isnan(ratio.differ_p) else float(f"{ratio.differ_p:.3g}"),
+                     _r(ratio.first_second, 4), serial_verdict(run, ratio)])
+    return rs.Table(
+        ["ratio", "wall: of the medians", "wall: per round, median", "per round min", "per round max",
+         "per round median: 95% CI", "rounds",
+         "p (times differ)", "first / second in a round", f"acceptance (<= {SERIAL_ACCEPTANCE})"], rows,
+        caption=(f"The serial scan, pool / private: of the medians, and per round (paired; the CI distribution-free, "
+                 "none for fewer than 6 rounds); p: two-sided "
+                 "Mann-Whitney U of the two sessions' times; first / second: the median time of a round's first "
+                 "query over its second's (an order effect, which the alternating order spreads over both); "
+                 f"acceptance: \"a serial scan with pg_tempbuf.parallel_scan = off is not slower (<= "
+                 f"{(SERIAL_ACCEPTANCE - 1):.0%})\", met when both estimates are <= {SERIAL_ACCEPTANCE}, not met when "
+                 "both are above, undecided when they split"))
+
+
+def _interval(spread: an.Spread) -> str | None:
+    if math.isnan(spread.ci_low) or math.isnan(spread.ci_high):
+        return None
+    return f"{spread.ci_low:.4f} .. {spread.ci_high:.4f}"
+
+
+def serial_notes(run: PageReadRun) -> list[str]:
+    if not run.options.serial:
+        return []
+    out = [
+        "Serial part: two sessions of their own after the parallel part's were closed, pg_tempbuf.shared_pool set "
+        "before their first temporary table (on: the local buffers move into the memfd at the first statement "
+        "after the load; off: they stay in core's private memory), then " + "; ".join(run.serial_settings) + ". "
+        "Each loads the same table (CREATE TEMP TABLE AS, VACUUM ANALYZE), reads it once (warm) and EXPLAINs it "
+        "(a plain Seq Scan, no Gather, local hits only: checked), then every round times the query once in each, "
+        "the pool first in even rounds, the private session first in odd ones.",
+    ]
+    out += [f"WARNING: serial scan: {w}; the pool / private comparison is void."
+            for w in an.mapping_warnings(run.serial_checks)]
+    out += [f"Serial scan, {POOL_LABELS[Pool(c.session)]}: the mapping was not checked: {c.mapping.detail}."
+            for c in run.serial_checks if not c.mapping.checked]
+    if run.options.quick:
+        out.append("--quick: the serial part's table is small and its rounds few; a 2% difference is within its "
+                   "noise.")
+    return out
+
+
 def _div(a: float, b: float) -> float:
     return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
 
@@ -195,6 +312,7 @@ def notes(run: PageReadRun, found: dict[Mode, an.ModeSummary]) -> list[str]:
                    "(not all hits).")
     if o.quick:
         out.append("--quick: a small table and few rounds; the figures are noisier than a default run's.")
+    out += serial_notes(run)
     library = run.server.get("pg_tempbuf_library")
     if isinstance(library, dict):
         out.append(f"pg_tempbuf {library_version(run)}: {library.get('path')}, {library.get('bytes')} bytes.")
@@ -210,6 +328,14 @@ def report(run: PageReadRun, console: Console) -> None:
     ours = ours_table(run, found)
     tables = [ratios_table(run), preparation_table(run),
               rs.Table(["mode", "what"], [[LABELS[m], WHAT[m]] for m in an.MODES], caption="The modes")]
+    plots = [PLOT]
+    serial_tables: list[rs.Table] = []
+    if run.options.serial:
+        serial_tables = [serial_table(run), serial_ratio_table(run)]
+        tables += serial_tables
+        plot_serial(run.serial_samples, f"The leader's serial scan, {serial_setup(run)}", SERIAL_ACCEPTANCE,
+                    out / SERIAL_PLOT)
+        plots.append(SERIAL_PLOT)
     run_notes = notes(run, found)
 
     expected = expected_table(run)
@@ -220,15 +346,17 @@ def report(run: PageReadRun, console: Console) -> None:
     (out / "summary.md").write_text("\n".join(lines) + "\n")
 
     section = run_section(run, experiment=NAME, title=TITLE, article=expected, ours=ours, tables=tables,
-                          plots=[PLOT], raw_data=RAW_FILES, notes=run_notes)
+                          plots=plots, raw_data=raw_files(run), notes=run_notes)
     section.versions["pg_tempbuf"] = library_version(run)
     rs.write_section(out, section)
 
     console.print(ours.rich())
     console.print(tables[0].rich())
     console.print(tables[1].rich())
+    for table in serial_tables:
+        console.print(table.rich())
     for note in run_notes:
         if note.startswith("WARNING") or note.startswith("In place, first query"):
             console.print(note, markup=False, highlight=False)
-    console.print(f"Results in {out}/ (summary.md, {', '.join(RAW_FILES)}, section.json, {PLOT})",
+    console.print(f"Results in {out}/ (summary.md, {', '.join(raw_files(run))}, section.json, {', '.join(plots)})",
                   markup=False, highlight=False)

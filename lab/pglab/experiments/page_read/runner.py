@@ -5,6 +5,13 @@ session's first temporary table: the in-place session loads its temporary table 
 the file session with it off (so its pool is never adopted), and the shared-hit session reads the
 UNLOGGED copy.  Every round times each mode once (the plain count, then its EXPLAIN), the order
 rotating per round, so that drifting machine load hits the modes alike.
+
+The serial part comes after, in two sessions of its own (the parallel part's closed): both with
+pg_tempbuf.parallel_scan = off and no workers, one with pg_tempbuf.shared_pool = on (its local
+buffers move into the memfd at the first statement after its table's load), one with it off
+from the start (core's private memory); each loads the same table, reads it once, checks its
+plan (EXPLAIN) and mapping (/proc/<pid>/maps), then rounds time the query in both, the order
+alternating per round.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from rich.console import Console
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
 from pglab.experiments.page_read import analysis as an
-from pglab.experiments.page_read.analysis import Mode, PageReadRun
+from pglab.experiments.page_read.analysis import POOLS, Mode, PageReadRun, Pool
 from pglab.experiments.page_read.options import FILLFACTOR, NAME, PAD_BYTES, PageReadOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
@@ -42,6 +49,11 @@ SERVER_SETTINGS = {
 }
 # The shared-hit copy must fit shared_buffers with room to spare.
 SHARED_BUFFERS_SHARE = 0.9
+# The serial part: its own table, the same in both sessions, and the query timed.
+SERIAL_TABLE = "serial_t"
+SERIAL_QUERY = f"SELECT count(*), sum(length(s)) FROM {SERIAL_TABLE}"
+SERIAL_EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+MD5_CHARS = 32
 
 Conn = psycopg.Connection[Any]
 
@@ -67,6 +79,24 @@ def session_settings(workers: int) -> list[str]:
         "pg_tempbuf.buffer_scan_cost = 0",
         "pg_tempbuf.read_page_cost = 0",
         "pg_tempbuf.parallel_margin = 0",
+    ]
+
+
+def serial_settings(temp_buffers: str) -> list[str]:
+    """What both serial sessions set after pg_tempbuf.shared_pool: the stock serial plan, the table in the pool."""
+    return [
+        f"temp_buffers = '{temp_buffers}'",
+        "pg_tempbuf.parallel_scan = off",  # the stock plans: no Temp Seq Scan
+        "max_parallel_workers_per_gather = 0",
+        "jit = off",
+    ]
+
+
+def serial_table_sql(rows: int) -> list[str]:
+    """(id int, md5 text): about 120 rows a page; vacuumed, so that both sessions read the same pages."""
+    return [
+        f"CREATE TEMP TABLE {SERIAL_TABLE} AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, {rows}) g",
+        f"VACUUM ANALYZE {SERIAL_TABLE}",
     ]
 
 
@@ -231,6 +261,110 @@ def measure(run: PageReadRun, sessions: dict[Mode, Conn], progress: Any, task: A
             progress.advance(task)
 
 
+def open_serial_session(target: TargetServer, run: PageReadRun, pool: Pool) -> Conn:
+    """A serial session: pg_tempbuf.shared_pool set before its first temporary table, then the rest."""
+    conn = target.connect()
+    try:
+        conn.execute("SET client_min_messages = warning")
+        conn.execute(f"LOAD '{EXTENSION}'")
+        if current_setting(conn, POOL_GUC) is None:
+            raise LabError(f"this {EXTENSION} has no {POOL_GUC} setting: install a build with the shared pool "
+                           f"(make install PG_CONFIG=...)")
+        conn.execute(f"SET {POOL_GUC} = {'on' if pool is Pool.SHARED else 'off'}")
+        for setting in run.serial_settings:
+            conn.execute(f"SET {setting}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def read_proc(pid: int, name: str, target: TargetServer) -> tuple[str | None, str]:
+    """/proc/<pid>/<name> of a backend, or None and why not."""
+    if target.data_dir is None:
+        return None, "the server is not on this machine (its data directory is not here)"
+    proc = Path("/proc") / str(pid)
+    try:
+        comm = (proc / "comm").read_text().strip()
+        if not comm.startswith("postgres"):
+            return None, f"/proc/{pid} is {comm!r}, not a postgres backend"
+        return (proc / name).read_text(), ""
+    except OSError as exc:
+        return None, f"/proc/{pid}/{name} not readable: {exc.strerror or exc}"
+
+
+def serial_count(conn: Conn, rows: int, label: str) -> float:
+    """Time the serial query by the client; check what it returned."""
+    start = time.perf_counter()
+    row = conn.execute(SERIAL_QUERY).fetchone()
+    ms = (time.perf_counter() - start) * 1000.0
+    assert row is not None
+    if (row[0], row[1]) != (rows, MD5_CHARS * rows):
+        raise LabError(f"serial scan, {label}: returned {row[0]}, {row[1]}, expected {rows}, {MD5_CHARS * rows}: "
+                       "this is a bug, please report it")
+    return ms
+
+
+def serial_load(run: PageReadRun, sessions: dict[Pool, Conn], target: TargetServer) -> None:
+    """Each session loads the table (the pool session's pool moves into the memfd at the first statement after
+    the load); then, both loaded, each reads it once (warm), EXPLAIN ANALYZE checks the plan, /proc the mapping."""
+    options = run.options
+    block_size = int(run.server.get("block_size") or 8192)
+    run.serial_table = {"rows": options.serial_rows, "query": SERIAL_QUERY}
+    for pool in POOLS:
+        conn = sessions[pool]
+        for sql in serial_table_sql(options.serial_rows):
+            conn.execute(sql)
+        facts = relation_facts(conn, SERIAL_TABLE, block_size)
+        run.serial_table[str(pool)] = facts
+        temp_buffers = int(scalar(conn, "SELECT pg_size_bytes(current_setting('temp_buffers'))"))
+        if facts["bytes"] > temp_buffers:
+            raise LabError(f"--serial-rows {options.serial_rows:,}: the serial table ({facts['bytes'] / 2**20:,.0f} "
+                           f"MiB) does not fit temp_buffers = {options.serial_temp_buffers} (--serial-temp-buffers)")
+    for pool in POOLS:
+        conn = sessions[pool]
+        label = an.POOL_LABELS[pool]
+        warm_ms = serial_count(conn, options.serial_rows, label)
+        try:
+            scan = an.serial_scan(scalar(conn, SERIAL_EXPLAIN + SERIAL_QUERY))
+            an.check_serial(scan, pool)
+        except an.PlanError as exc:
+            raise LabError(f"page-read: {exc}") from exc
+        pid = int(scalar(conn, "SELECT pg_backend_pid()"))
+        maps, why = read_proc(pid, "maps", target)
+        mapping = an.pool_mapping(maps) if maps is not None else an.unchecked_mapping(why)
+        status, _ = read_proc(pid, "status", target)
+        memory = an.memory_kb(status) if status is not None else {}
+        # A mapping where none belongs (or none where one does) is reported, not fatal: the parallel part's
+        # figures stand, and the report marks the comparison void.
+        run.serial_checks.append(an.SerialCheck(str(pool), pid, warm_ms, scan, mapping, memory))
+
+
+def serial_measure(run: PageReadRun, sessions: dict[Pool, Conn], progress: Any, task: Any) -> None:
+    rows = run.options.serial_rows
+    for repetition in range(run.options.serial_repetitions):
+        for position, pool in enumerate(an.pool_order(repetition)):
+            wall = serial_count(sessions[pool], rows, an.POOL_LABELS[pool])
+            run.serial_samples.append(an.SerialSample(str(pool), repetition, position, wall))
+            progress.advance(task)
+
+
+def run_serial(run: PageReadRun, target: TargetServer, progress: Any, task: Any) -> None:
+    """The serial part: two sessions of their own, opened after the parallel part's are closed."""
+    options = run.options
+    run.serial_settings = serial_settings(options.serial_temp_buffers)
+    sessions: dict[Pool, Conn] = {}
+    try:
+        for pool in POOLS:
+            sessions[pool] = open_serial_session(target, run, pool)
+        progress.update(task, description=f"page-read: serial scan, {options.serial_rows:,} rows")
+        serial_load(run, sessions, target)
+        serial_measure(run, sessions, progress, task)
+    finally:
+        for conn in sessions.values():
+            conn.close()
+
+
 def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
     from pglab.experiments.page_read.report import write_raw  # writes what exists, also on failure
 
@@ -262,7 +396,9 @@ def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
 
             sessions: dict[Mode, Conn] = {}
             with recorded_run(run, write), lab_progress(console) as progress:
-                task = progress.add_task("page-read: loading", total=options.repetitions * len(an.MODES))
+                serial_rounds = options.serial_repetitions * len(POOLS) if options.serial else 0
+                task = progress.add_task("page-read: loading",
+                                         total=options.repetitions * len(an.MODES) + serial_rounds)
                 try:
                     for mode in an.MODES:
                         sessions[mode] = open_session(target, run, pool=mode is not Mode.FILE)
@@ -270,11 +406,6 @@ def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
                     progress.update(task, description=f"page-read: {options.pages:,} pages, {options.workers} "
                                                       "workers")
                     measure(run, sessions, progress, task)
-                    run.machine["load_average_end"] = load_average()
-                    run.notes.append(f"Load average (1, 5, 15 min) at the start {run.machine['load_average_start']}, "
-                                     f"at the end {run.machine['load_average_end']}, on "
-                                     f"{run.machine.get('cpu_cores_logical')} logical cores: other work on the "
-                                     "machine widens the spread, and hits the modes alike, round by round.")
                 finally:
                     for conn in sessions.values():
                         conn.close()
@@ -282,4 +413,11 @@ def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
                         admin.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
                     except psycopg.Error:
                         pass
+                if options.serial:
+                    run_serial(run, target, progress, task)
+                run.machine["load_average_end"] = load_average()
+                run.notes.append(f"Load average (1, 5, 15 min) at the start {run.machine['load_average_start']}, "
+                                 f"at the end {run.machine['load_average_end']}, on "
+                                 f"{run.machine.get('cpu_cores_logical')} logical cores: other work on the "
+                                 "machine widens the spread, and hits the modes alike, round by round.")
     return run
