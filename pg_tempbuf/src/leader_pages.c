@@ -8,10 +8,12 @@
  * a table and its indexes.  Where the leader's pool lives in memory its
  * workers can map (shared_pool.c), the leader lists, when Gather launches
  * its workers, the pages of those relations in its local buffers: block
- * and buffer.  Each worker copies a listed page out of the mapping
- * (page_source.c, the descriptor checked before and after: the leader may
- * evict it meanwhile) and reads every other page from the file: not in
- * local buffers when the list was made, or evicted since, it is on disk.
+ * and buffer, and pins each while the pool can spare the pins.  A worker
+ * reads a pinned page in place in the mapping, and copies another one out
+ * of it (page_source.c, the descriptor checked before and after: the
+ * leader may evict it meanwhile); it reads every other page from the file:
+ * not in local buffers when the list was made, or evicted since, it is on
+ * disk.
  * The leader writes nothing of these relations, so a worker that cannot
  * map the pool must read nothing: it takes no part of the scan.
  *
@@ -64,6 +66,8 @@ void
 tb_leader_pages_init(TbLeaderPageSet *set, bool planned)
 {
 	set->copies = planned && !IsParallelWorker() && tb_leader_pages_readable();
+	set->pins.npinned = 0;
+	set->pins.buffers = NULL;
 }
 
 /*
@@ -118,16 +122,34 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 	list->copies = true;
 	tb_shared_pool_describe(&list->pool);
 	list->nrels = set->nrels;
+	/*
+	 * Once per scan: a rescan shares the same pages, still pinned.  Under
+	 * pg_tempbuf.debug_unprotected none is pinned, and workers copy each.
+	 */
+	if (set->pins.buffers == NULL && set->pins.npinned == 0)
+		tb_pinset_init(&set->pins, CurrentMemoryContext);
 	for (int i = 0; i < set->nrels; i++)
 	{
 		list->relids[i] = set->relids[i];
 		list->npages[i] = set->nresident[i];
 		for (int j = 0; j < set->nresident[i]; j++, to++)
 		{
-			to->blkno = set->resident[i][j].blkno;
-			to->buf_id = set->resident[i][j].buf_id;
+			TbResidentPage *page = &set->resident[i][j];
+
+			if (!page->pinned && !tb_debug_unprotected)
+				page->pinned = tb_pinset_add(&set->pins, page->buf_id);
+			to->blkno = page->blkno;
+			to->buf_id = page->buf_id;
+			to->pinned = page->pinned;
 		}
 	}
+}
+
+/* Leader, at the end of the scan: workers are done with the listed pages. */
+void
+tb_leader_pages_release(TbLeaderPageSet *set)
+{
+	tb_pinset_release(&set->pins);
 }
 
 /*

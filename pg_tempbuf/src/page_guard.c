@@ -49,13 +49,22 @@ pins_left_free(void)
 	return Max(16, NLocBuffer / 4);
 }
 
+/*
+ * The pins a set may take: what the pool can spare, less what is pinned
+ * already (another scan's set, a cursor), so that scans of one plan never
+ * pin together more than three quarters of the pool.
+ */
 void
 tb_pinset_init(TbPinSet *set, MemoryContext cxt)
 {
+	int			pinned = 0;
+
+	for (int i = 0; i < NLocBuffer; i++)
+		pinned += LocalRefCount[i] > 0;
 	set->cxt = cxt;
 	set->buffers = NULL;
 	set->npinned = 0;
-	set->room = Max(0, NLocBuffer - pins_left_free());
+	set->room = Max(0, NLocBuffer - pins_left_free() - pinned);
 }
 
 /*

@@ -470,13 +470,39 @@ copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest
 	return tb_page_source_copy_from_pool(rel, key->blkno, dest, src->scratch);
 }
 
+/*
+ * Worker: the page where it lies in the leader's pool, when a scan listed
+ * it pinned: the leader keeps it there, unchanged but for hint bits and
+ * dead-item marks, until the scan ends, so it needs no copy.  Not under
+ * pg_tempbuf.debug_hazard, whose races meet copies.
+ */
+static const char *
+pinned_leader_page(Relation rel, const PageKey *key)
+{
+	if (tb_mid_read_hook != NULL)
+		return NULL;
+	for (int i = 0; i < leader_registry_used; i++)
+	{
+		const LeaderPages *rel_pages = &leader_registry[i];
+		const TbLeaderPage *page;
+
+		if (rel_pages->relid != key->relid)
+			continue;
+		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
+					   sizeof(TbLeaderPage), compare_leader_block);
+		if (page != NULL && page->pinned)
+			return tb_page_source_leader_page(rel, page);
+	}
+	return NULL;
+}
+
 /* Let go of what a reference pins or holds. */
 static void
 unref(TbPageSource *src, PageRef *ref)
 {
 	if (BufferIsValid(ref->buffer))
 		ReleaseBuffer(ref->buffer);
-	else if (ref == &src->held && ref->key.relid != InvalidOid)
+	else if (ref == &src->held && ref->key.relid != InvalidOid && ref->slot >= 0)
 		src->slots[ref->slot].held = false;
 	ref->key.relid = InvalidOid;
 	ref->buffer = InvalidBuffer;
@@ -553,6 +579,7 @@ static Page
 fill_ref(TbPageSource *src, PageRef *ref, Relation rel, BlockNumber blkno)
 {
 	PageKey		key;
+	const char *in_place;
 
 	memset(&key, 0, sizeof(key));
 	key.relid = RelationGetRelid(rel);
@@ -565,6 +592,12 @@ fill_ref(TbPageSource *src, PageRef *ref, Relation rel, BlockNumber blkno)
 	{
 		ref->buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
 		ref->page = BufferGetPage(ref->buffer);
+		src->reads++;
+	}
+	else if ((in_place = pinned_leader_page(rel, &key)) != NULL)
+	{
+		ref->slot = -1;
+		ref->page = (Page) unconstify(char *, in_place);
 		src->reads++;
 	}
 	else

@@ -179,6 +179,7 @@ typedef struct TbLeaderPage
 {
 	BlockNumber blkno;
 	int			buf_id;
+	bool		pinned;			/* by the leader until the scan ends: read in place */
 } TbLeaderPage;
 
 /* The most pages a worker copies from the leader in one call. */
@@ -207,11 +208,13 @@ typedef struct TbLeaderPageSet
 	Oid			relids[TB_LEADER_PAGES_MAX_RELS];
 	TbResidentPage *resident[TB_LEADER_PAGES_MAX_RELS];
 	int			nresident[TB_LEADER_PAGES_MAX_RELS];
+	TbPinSet	pins;			/* the listed buffers, while workers read them */
 } TbLeaderPageSet;
 
 extern void tb_leader_pages_init(TbLeaderPageSet *set, bool planned);
 extern Size tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels);
 extern void tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list);
+extern void tb_leader_pages_release(TbLeaderPageSet *set);
 extern bool tb_leader_pages_usable(const TbLeaderPageList *list);
 extern void tb_leader_pages_attach(const TbLeaderPageList *list);
 

@@ -625,6 +625,8 @@ bitmap_scan_end(CustomScanState *node)
 	ListCell   *lc;
 
 	tb_scan_run_end(&bs->run);
+	/* Gather waited for its workers before the plan ended: none reads now. */
+	tb_leader_pages_release(&bs->leader_pages);
 	if (bs->heap_pages)
 		tb_page_source_close(bs->heap_pages);
 	tb_heap_rows_end(&bs->rows);

@@ -540,6 +540,8 @@ index_scan_end(CustomScanState *node)
 	TempIndexScanState *is = (TempIndexScanState *) node;
 
 	tb_scan_run_end(&is->run);
+	/* Gather waited for its workers before the plan ended: none reads now. */
+	tb_leader_pages_release(&is->leader_pages);
 	publish_worker_counts(is);
 	if (is->pages)
 		tb_page_source_close(is->pages);

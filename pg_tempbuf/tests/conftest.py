@@ -119,9 +119,22 @@ def temp_scan_nodes(conn: psycopg.Connection[Any], sql: str) -> list[dict[str, A
     return found
 
 
+def worker_counts(node: dict[str, Any], field: str) -> int:
+    """The sum over workers of a per-worker field of a scan node ("worker 0=12, worker 1=9")."""
+    return sum(int(n) for n in re.findall(r"worker \d+=(\d+)", node.get(field, "")))
+
+
 def workers_read(node: dict[str, Any]) -> bool:
     """Did a worker read pages of this scan node (EXPLAIN ANALYZE, JSON)?"""
-    return any(int(n) > 0 for n in re.findall(r"worker \d+=(\d+)", node.get("Pages Read", "")))
+    return worker_counts(node, "Pages Read") > 0
+
+
+def serial_rows(conn: psycopg.Connection[Any], sql: str) -> list[Any]:
+    """sql's rows with pg_tempbuf.parallel_scan off (the stock serial plan); the setting back on after."""
+    conn.execute("SET pg_tempbuf.parallel_scan = off")
+    rows = conn.execute(sql).fetchall()
+    conn.execute("SET pg_tempbuf.parallel_scan = on")
+    return rows
 
 
 def count_flush_facts(counts: Counter[str], nodes: list[dict[str, Any]]) -> None:

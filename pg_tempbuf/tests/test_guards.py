@@ -135,17 +135,23 @@ INDEX_SCAN_ONLY = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_
 INDEX_SCAN_FROM_POOL = {**INDEX_SCAN_ONLY, "pg_tempbuf.shared_pool": "on"}
 
 
+def check_index_scan_hazard(cluster: Cluster, hazard: str, protected: bool, settings: dict[str, str]) -> None:
+    """The hazard forced on the index count (temp_buffers=64MB, settings set): planned as a partial
+    Temp Index Scan on h, and checked as check() does, the race met."""
+    with cluster.connect(options="-c temp_buffers=64MB") as conn:
+        rows, met = run_hazard(conn, hazard, protected, INDEX_COUNT_WITH_LEADER_CODE, settings,
+                               more_setup=INDEX_SETUP)
+        plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
+    assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
+    check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
+
+
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
 def test_prune_during_index_scan_read(no_checksum_cluster: Cluster, protected: bool) -> None:
     """A worker of a Temp Index Scan reads a heap page from the file while a function above
     Gather could prune it: the leader prunes it and writes it back in the middle of the read.
     Guarded, the worker's second read differs and it reads again."""
-    with no_checksum_cluster.connect(options="-c temp_buffers=64MB") as conn:
-        rows, met = run_hazard(conn, "prune_during_read", protected, INDEX_COUNT_WITH_LEADER_CODE,
-                               INDEX_SCAN_ONLY, more_setup=INDEX_SETUP)
-        plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
-    assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
-    check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
+    check_index_scan_hazard(no_checksum_cluster, "prune_during_read", protected, INDEX_SCAN_ONLY)
 
 
 @needs_copies
@@ -155,12 +161,7 @@ def test_prune_during_index_scan_copy(preloaded_cluster: Cluster, protected: boo
     function above Gather could prune it: the leader prunes it in the middle of the copy.
     Guarded, the worker's second copy differs and it copies again (checksums or not: a page
     in the pool has none to verify)."""
-    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
-        rows, met = run_hazard(conn, "prune_during_copy", protected, INDEX_COUNT_WITH_LEADER_CODE,
-                               INDEX_SCAN_FROM_POOL, more_setup=INDEX_SETUP)
-        plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
-    assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
-    check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
+    check_index_scan_hazard(preloaded_cluster, "prune_during_copy", protected, INDEX_SCAN_FROM_POOL)
 
 
 @needs_copies

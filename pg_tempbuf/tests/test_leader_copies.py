@@ -14,17 +14,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import force_parallel, leader_pool_unavailable, temp_scan_nodes
+from conftest import force_parallel, leader_pool_unavailable, temp_scan_nodes, worker_counts
 
 QUERY = "SELECT count(*), sum(x), max(s) FROM t WHERE s LIKE '%a%'"
 
 
 pytestmark = pytest.mark.skipif(leader_pool_unavailable() is not None,
                                 reason=str(leader_pool_unavailable()))
-
-
-def worker_counts(node: dict[str, Any], field: str) -> int:
-    return sum(int(n) for n in re.findall(r"worker \d+=(\d+)", node.get(field, "")))
 
 
 def dirty_pages(conn: psycopg.Connection[Any]) -> int:

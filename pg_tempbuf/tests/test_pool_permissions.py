@@ -25,15 +25,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import build_shim, force_parallel, leader_pool_unavailable, start_preloaded, temp_scan_nodes, yama_scope
+from conftest import (build_shim, force_parallel, leader_pool_unavailable, serial_rows, start_preloaded,
+                      temp_scan_nodes, worker_counts, yama_scope)
 from pglab.cluster import Cluster
 
 LIKE_QUERY = "SELECT count(*) FROM t WHERE s LIKE '%ab%'"
 DENIED_ROWS = 200_000  # the case has 2M rows: the same path, a slower test
-
-
-def worker_counts(node: dict[str, Any], field: str) -> int:
-    return sum(int(n) for n in re.findall(r"worker \d+=(\d+)", node.get(field, "")))
 
 
 def shim_or_skip(name: str) -> Path:
@@ -46,13 +43,6 @@ def shim_or_skip(name: str) -> Path:
 def new_table(conn: psycopg.Connection[Any], rows: int) -> None:
     conn.execute("DROP TABLE IF EXISTS t")
     conn.execute("CREATE TEMP TABLE t AS SELECT g id, md5(g::text) s FROM generate_series(1, %s) g", (rows,))
-
-
-def serial(conn: psycopg.Connection[Any], query: str) -> list[Any]:
-    conn.execute("SET pg_tempbuf.parallel_scan = off")
-    rows = conn.execute(query).fetchall()
-    conn.execute("SET pg_tempbuf.parallel_scan = on")
-    return rows
 
 
 def gather_node(conn: psycopg.Connection[Any], query: str) -> dict[str, Any]:
@@ -109,7 +99,7 @@ def test_fresh_table_first_query_reads_the_pool_under_the_filter(denied_cluster:
         assert worker_counts(scan, "Pages From Leader's Pool") > 0, scan
 
         new_table(conn, DENIED_ROWS)
-        assert conn.execute(LIKE_QUERY).fetchall() == serial(conn, LIKE_QUERY)
+        assert conn.execute(LIKE_QUERY).fetchall() == serial_rows(conn, LIKE_QUERY)
     assert " ERROR: " not in denied_cluster.server_log()
 
 
@@ -128,7 +118,7 @@ def partial_scan_of_fresh_table(conn: psycopg.Connection[Any], query: str, provi
     assert gather["Workers Launched"] > 0
     (scan,) = [n for n in iter_nodes(gather) if n.get("Custom Plan Provider") == provider]
     assert scan["Parallel Aware"] and (scan["Pages Flushed"] > 0) == flushed, scan
-    assert conn.execute(query).fetchall() == serial(conn, query)
+    assert conn.execute(query).fetchall() == serial_rows(conn, query)
     return scan
 
 
@@ -188,7 +178,7 @@ def test_yama_leaves_the_pool_alone(pg_config_path: str, scope: int) -> None:
             assert scan["Page Source"] == "leader's pool, file"
             assert scan["Pages Flushed"] == 0
             assert worker_counts(scan, "Pages From Leader's Pool") > 0, scan
-            assert conn.execute(LIKE_QUERY).fetchall() == serial(conn, LIKE_QUERY)
+            assert conn.execute(LIKE_QUERY).fetchall() == serial_rows(conn, LIKE_QUERY)
         assert ptracer_calls(cluster) == []
     finally:
         cluster.cleanup()
@@ -215,7 +205,7 @@ def test_seq_scan_falls_back_to_the_file(undumpable_cluster: Cluster) -> None:
         conn.execute("SET pg_tempbuf.debug_sync_start = on")
         new_table(conn, DENIED_ROWS)
         first = conn.execute(LIKE_QUERY).fetchall()
-        assert first == serial(conn, LIKE_QUERY)
+        assert first == serial_rows(conn, LIKE_QUERY)
 
         new_table(conn, DENIED_ROWS)
         gather, scan = seq_scan_in_gather(conn, LIKE_QUERY)

@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import force_parallel, start_preloaded, workers_read
+from conftest import force_parallel, serial_rows, start_preloaded, temp_scan_nodes, workers_read
 from pglab.cluster import Cluster
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux",
@@ -168,6 +168,24 @@ def shmem_tolerance(resident: int) -> int:
     return max(128 * MB, resident // 2)
 
 
+def check_shmem_back(before: int, during: int, size: int, pool: tuple[int, int, int], holders_note: str) -> str:
+    """Once the session is gone: Shmem back within shmem_tolerance of before (shmem_back_bytes), after
+    it grew by about the pool's resident bytes while the session lived.  Prints the summary, of the
+    relation's size, the pool (inode, mapped, resident bytes), Shmem and holders_note; returns it for
+    the caller's own checks."""
+    inode, mapped, resident = pool
+    tolerance = shmem_tolerance(resident)
+    after = shmem_back_bytes(before, tolerance)
+    summary = (f"relation {mb(size)}, memfd {inode} mapped {mb(mapped)}, resident {mb(resident)}; "
+               f"Shmem before {mb(before)}, during {mb(during)} ({mb(during - before)}), "
+               f"after {mb(after)} ({mb(after - before)}), tolerance {mb(tolerance)}; "
+               f"{holders_note}")
+    print("\n" + summary)
+    assert during - before >= resident - tolerance, summary
+    assert after - before <= tolerance, summary
+    return summary
+
+
 def wait_until(what: str, predicate: Callable[[], bool], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -214,28 +232,6 @@ def load_wide(conn: psycopg.Connection[Any], name: str, rows: int) -> int:
     return int(row[0])
 
 
-def scan_node(conn: psycopg.Connection[Any], sql: str) -> dict[str, Any]:
-    """The one Temp Seq Scan node of an EXPLAIN ANALYZE run of sql."""
-    row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchone()
-    assert row is not None
-    found: list[dict[str, Any]] = []
-    pending = [row[0][0]["Plan"]]
-    while pending:
-        node = pending.pop()
-        if node.get("Custom Plan Provider") == "Temp Seq Scan":
-            found.append(node)
-        pending.extend(node.get("Plans", []))
-    assert len(found) == 1, row[0]
-    return found[0]
-
-
-def serial_rows(conn: psycopg.Connection[Any], sql: str) -> list[Any]:
-    conn.execute("SET pg_tempbuf.parallel_scan = off")
-    rows = conn.execute(sql).fetchall()
-    conn.execute("SET pg_tempbuf.parallel_scan = on")
-    return rows
-
-
 # -- 1. the pool moves into the memfd ----------------------------------------------------------
 
 @pytest.mark.parametrize("shared_pool", ["on", "off"])
@@ -266,7 +262,7 @@ def test_pool_moves_into_the_memfd_at_the_next_statement(preloaded_cluster: Clus
             assert row == (8192,)
         else:
             assert vmas == []
-        node = scan_node(conn, QUERY)
+        (node,) = temp_scan_nodes(conn, QUERY)
         assert workers_read(node), node
         if shared_pool == "on":
             assert "leader's pool" in node["Page Source"], node
@@ -395,18 +391,11 @@ def test_memfd_and_its_memory_go_when_the_session_ends(preloaded_cluster: Cluste
         during_holders = holders(inode)
     wait_for_exit(pid)
     after_holders = holders(inode)
-    tolerance = shmem_tolerance(resident)
-    after = shmem_back_bytes(before, tolerance)
-    summary = (f"relation {mb(size)}, memfd {inode} mapped {mb(mapped)}, resident {mb(resident)}; "
-               f"Shmem before {mb(before)}, during {mb(during)} ({mb(during - before)}), "
-               f"after {mb(after)} ({mb(after - before)}), tolerance {mb(tolerance)}; "
-               f"holders during {during_holders}, after {after_holders}")
-    print("\n" + summary)
+    summary = check_shmem_back(before, during, size, (inode, mapped, resident),
+                               f"holders during {during_holders}, after {after_holders}")
     assert resident >= 0.95 * size, summary
     assert during_holders == {pid: "maps it holds a descriptor"}, summary
-    assert during - before >= resident - tolerance, summary
     assert after_holders == {}, summary
-    assert after - before <= tolerance, summary
 
 
 def test_memfd_goes_when_the_leader_is_killed_mid_query(pg_config_path: str) -> None:
@@ -452,22 +441,15 @@ def test_memfd_goes_when_the_leader_is_killed_mid_query(pg_config_path: str) -> 
         wait_until("the cluster accepts connections after crash recovery", answers, 90)
         wait_until("no process holds the killed leader's memfd", lambda: not holders(inode), 10)
         log = cluster.server_log()
-        tolerance = shmem_tolerance(resident)
-        after = shmem_back_bytes(before, tolerance)
-        summary = (f"relation {mb(size)}, memfd {inode} mapped {mb(mapped)}, resident {mb(resident)}; "
-                   f"Shmem before {mb(before)}, during {mb(during)} ({mb(during - before)}), "
-                   f"after {mb(after)} ({mb(after - before)}), tolerance {mb(tolerance)}; "
-                   f"holders before the kill {during_holders}")
-        print("\n" + summary)
+        check_shmem_back(before, during, size, (inode, mapped, resident),
+                         f"holders before the kill {during_holders}")
         assert f"(PID {pid}) was terminated by signal 9" in log, cluster.server_log(30)
         assert "all server processes terminated; reinitializing" in log, cluster.server_log(30)
-        assert during - before >= resident - tolerance, summary
-        assert after - before <= tolerance, summary
         with cluster.connect(options="-c temp_buffers=64MB") as conn:
             force_parallel(conn)
             conn.execute("SET pg_tempbuf.debug_sync_start = on")
             load_small(conn)
-            node = scan_node(conn, QUERY)
+            (node,) = temp_scan_nodes(conn, QUERY)
             assert workers_read(node) and "leader's pool" in node["Page Source"], node
             assert conn.execute(QUERY).fetchall() == serial_rows(conn, QUERY)
     finally:

@@ -23,8 +23,11 @@ SERIAL_SCAN = {"pg_tempbuf.parallel_scan": "off", "max_parallel_workers_per_gath
 # One worker reads every page privately while the leader waits: with the extension's costs at
 # zero, its full scan ties with the stock Seq Scan and wins as the parallel-safe one; the forced
 # single-copy Gather (debug_parallel_query, force_parallel_mode before 16) runs it in a worker.
-# No partial plan: parallel setup is priced out.  The table is clean: nothing to flush.
+# No partial plan: parallel setup is priced out.  The table is clean: nothing to flush.  The
+# leader's pool off: the worker reads the file, as the article's flush-then-read does (with the
+# pool, it would copy the pages the leader holds out of its memory; pglab page-read times that).
 ONE_WORKER_PRIVATE_SCAN = {
+    "pg_tempbuf.shared_pool": "off",
     "parallel_setup_cost": "1e9",
     "max_parallel_workers_per_gather": "1",
     "pg_tempbuf.write_page_cost": "0",

@@ -13,6 +13,7 @@ from typing import Any
 
 from pglab import stats
 from pglab.experiments.page_read.options import PageReadOptions
+from pglab.runlog import RecordedRun
 
 TEMP_SEQ_SCAN = "Temp Seq Scan"  # pg_tempbuf's Custom Plan Provider
 GATHER_NODES = ("Gather", "Gather Merge")
@@ -267,8 +268,8 @@ def ratios(samples: Sequence[Sample]) -> list[Ratio]:
         sa, sb = found[a], found[b]
         out.append(Ratio(
             numerator=a, denominator=b,
-            us_per_page=_div(sa.us_per_page.median, sb.us_per_page.median),
-            wall=_div(sa.wall_ms.median, sb.wall_ms.median),
+            us_per_page=div(sa.us_per_page.median, sb.us_per_page.median),
+            wall=div(sa.wall_ms.median, sb.wall_ms.median),
             paired_us_per_page=Spread.of(_paired(samples, a, b, "us")),
             paired_wall=Spread.of(_paired(samples, a, b, "wall")),
             differ_p=stats.differ_p([s.read.us_per_page for s in samples if s.mode == str(a)],
@@ -277,7 +278,8 @@ def ratios(samples: Sequence[Sample]) -> list[Ratio]:
     return out
 
 
-def _div(a: float, b: float) -> float:
+def div(a: float, b: float) -> float:
+    """a / b; nan where either is nan or b is 0."""
     return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
 
 
@@ -490,16 +492,16 @@ def serial_ratio(samples: Sequence[SerialSample]) -> SerialRatio | None:
     first = [s.wall_ms for s in samples if s.position == 0]
     second = [s.wall_ms for s in samples if s.position == 1]
     return SerialRatio(
-        of_medians=_div(spreads[Pool.SHARED].median, spreads[Pool.PRIVATE].median),
+        of_medians=div(spreads[Pool.SHARED].median, spreads[Pool.PRIVATE].median),
         paired=Spread.of(serial_paired(samples)),
         differ_p=stats.differ_p([s.wall_ms for s in samples if s.session == str(Pool.SHARED)],
                                 [s.wall_ms for s in samples if s.session == str(Pool.PRIVATE)]),
-        first_second=_div(Spread.of(first).median, Spread.of(second).median) if first and second else math.nan,
+        first_second=div(Spread.of(first).median, Spread.of(second).median) if first and second else math.nan,
     )
 
 
 @dataclass
-class PageReadRun:
+class PageReadRun(RecordedRun):
     options: PageReadOptions
     out_dir: Path = Path(".")
     samples: list[Sample] = field(default_factory=list)
@@ -507,21 +509,9 @@ class PageReadRun:
     table: dict[str, Any] = field(default_factory=dict)  # pages, rows, bytes per relation, rows per page
     session_settings: list[str] = field(default_factory=list)  # the SETs every measuring session ran
     prewarm: str = ""  # how the UNLOGGED copy got into shared_buffers
-    server: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
-    started: str = ""
-    finished: str = ""
-    wall_s: float = 0.0
-    status: str = "running"
-    error: str | None = None
     notes: list[str] = field(default_factory=list)
     # The serial part (empty with --no-serial, or when the run stopped before it)
     serial_samples: list[SerialSample] = field(default_factory=list)
     serial_checks: list[SerialCheck] = field(default_factory=list)
     serial_table: dict[str, Any] = field(default_factory=dict)  # rows, bytes, pages per session, the query
     serial_settings: list[str] = field(default_factory=list)  # what both serial sessions set (but the pool)
-
-    @property
-    def version_num(self) -> int:
-        return int(self.server.get("version_num") or 0)

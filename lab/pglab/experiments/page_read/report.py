@@ -136,8 +136,8 @@ def ours_table(run: PageReadRun, found: dict[Mode, an.ModeSummary]) -> rs.Table:
     reference = found.get(Mode.SHARED_HIT)
     rows: list[list[rs.Cell]] = []
     for mode, s in found.items():
-        per_page = _div(s.us_per_page.median, reference.us_per_page.median) if reference else math.nan
-        wall = _div(s.wall_ms.median, reference.wall_ms.median) if reference else math.nan
+        per_page = an.div(s.us_per_page.median, reference.us_per_page.median) if reference else math.nan
+        wall = an.div(s.wall_ms.median, reference.wall_ms.median) if reference else math.nan
         rows.append([LABELS[mode], _r(s.us_per_page.median, 3), _r(s.us_per_page.low, 3), _r(s.us_per_page.high, 3),
                      _r(per_page, 3), _r(s.wall_ms.median, 2), _r(s.wall_ms.low, 2), _r(s.wall_ms.high, 2),
                      _r(wall, 3), s.worker_pages, f"{s.workers_launched}/{s.workers_planned}",
@@ -261,10 +261,6 @@ def serial_notes(run: PageReadRun) -> list[str]:
         out.append("--quick: the serial part's table is small and its rounds few; a 2% difference is within its "
                    "noise.")
     return out
-
-
-def _div(a: float, b: float) -> float:
-    return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
 
 
 def library_version(run: PageReadRun) -> str:

@@ -33,7 +33,7 @@ from pglab.experiments.page_read.options import FILLFACTOR, NAME, PAD_BYTES, Pag
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
-from pglab.runlog import recorded_run
+from pglab.runlog import recorded_run, status_writer
 from pglab.server import TargetServer, current_setting, open_target, server_facts
 
 EXTENSION = "pg_tempbuf"
@@ -121,9 +121,9 @@ def scalar(conn: Conn, sql: str, params: tuple[Any, ...] = ()) -> Any:
     return row[0]
 
 
-def open_session(target: TargetServer, run: PageReadRun, pool: bool) -> Conn:
-    """A measuring session: pg_tempbuf loaded, its pool setting and temp_buffers set before any
-    temporary table, then the planner settings."""
+def open_pool_session(target: TargetServer, pool: bool, settings: list[str]) -> Conn:
+    """A session with pg_tempbuf loaded and pg_tempbuf.shared_pool set (on where pool) before any
+    temporary table, then each of settings ("name = value")."""
     conn = target.connect()
     try:
         conn.execute("SET client_min_messages = warning")
@@ -132,13 +132,18 @@ def open_session(target: TargetServer, run: PageReadRun, pool: bool) -> Conn:
             raise LabError(f"this {EXTENSION} has no {POOL_GUC} setting: install a build with the shared pool "
                            f"(make install PG_CONFIG=...)")
         conn.execute(f"SET {POOL_GUC} = {'on' if pool else 'off'}")
-        conn.execute(f"SET temp_buffers = '{run.options.temp_buffers}'")
-        for setting in run.session_settings:
+        for setting in settings:
             conn.execute(f"SET {setting}")
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def open_session(target: TargetServer, run: PageReadRun, pool: bool) -> Conn:
+    """A measuring session: pg_tempbuf loaded, its pool setting and temp_buffers set before any
+    temporary table, then the planner settings."""
+    return open_pool_session(target, pool, [f"temp_buffers = '{run.options.temp_buffers}'", *run.session_settings])
 
 
 def relation_facts(conn: Conn, relation: str, block_size: int) -> dict[str, int]:
@@ -263,20 +268,7 @@ def measure(run: PageReadRun, sessions: dict[Mode, Conn], progress: Any, task: A
 
 def open_serial_session(target: TargetServer, run: PageReadRun, pool: Pool) -> Conn:
     """A serial session: pg_tempbuf.shared_pool set before its first temporary table, then the rest."""
-    conn = target.connect()
-    try:
-        conn.execute("SET client_min_messages = warning")
-        conn.execute(f"LOAD '{EXTENSION}'")
-        if current_setting(conn, POOL_GUC) is None:
-            raise LabError(f"this {EXTENSION} has no {POOL_GUC} setting: install a build with the shared pool "
-                           f"(make install PG_CONFIG=...)")
-        conn.execute(f"SET {POOL_GUC} = {'on' if pool is Pool.SHARED else 'off'}")
-        for setting in run.serial_settings:
-            conn.execute(f"SET {setting}")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    return open_pool_session(target, pool is Pool.SHARED, run.serial_settings)
 
 
 def read_proc(pid: int, name: str, target: TargetServer) -> tuple[str | None, str]:
@@ -388,14 +380,8 @@ def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
             run.server.update(library_facts(admin))
             out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
             run.out_dir = prepare_out_dir(out, options.out_dir is None)
-
-            def write(status: str, error: str | None) -> None:
-                run.status, run.error = status, error
-                if status != "ok":
-                    write_raw(run)
-
             sessions: dict[Mode, Conn] = {}
-            with recorded_run(run, write), lab_progress(console) as progress:
+            with recorded_run(run, status_writer(run, write_raw)), lab_progress(console) as progress:
                 serial_rounds = options.serial_repetitions * len(POOLS) if options.serial else 0
                 task = progress.add_task("page-read: loading",
                                          total=options.repetitions * len(an.MODES) + serial_rounds)

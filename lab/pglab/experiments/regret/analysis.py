@@ -21,6 +21,7 @@ import numpy as np
 from pglab.errors import LabError
 from pglab.experiments.regret.options import RegretOptions
 from pglab.experiments.temp_shapes import analysis as shapes_an
+from pglab.runlog import RecordedRun
 
 TPCH_PART = "tpch"
 SESSIONS_PART = "sessions"
@@ -208,29 +209,17 @@ def read_baseline(path: Path) -> Baseline:
 
 
 @dataclass
-class RegretRun:
+class RegretRun(RecordedRun):
     options: RegretOptions
     out_dir: Path = Path(".")
     loads: list[TpchLoad] = field(default_factory=list)
     loops: list[SessionLoop] = field(default_factory=list)
     shapes: list[shapes_an.Measured] = field(default_factory=list)
     table_sizes: dict[str, int] = field(default_factory=dict)  # relation -> bytes
-    server: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
-    started: str = ""
-    finished: str = ""
-    wall_s: float = 0.0
     part_seconds: dict[str, float] = field(default_factory=dict)
-    status: str = "running"
-    error: str | None = None
     tpch_temp_buffers: str = ""
     notes: list[str] = field(default_factory=list)
     baseline: Baseline | None = None
-
-    @property
-    def version_num(self) -> int:
-        return int(self.server.get("version_num") or 0)
 
     def tpch_summaries(self) -> dict[int, list[shapes_an.ItemSummary]]:
         return {load.load: summaries(load.measured) for load in self.loads}

@@ -34,7 +34,7 @@ from pglab.experiments.temp_shapes.options import TempShapesOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
-from pglab.runlog import recorded_run
+from pglab.runlog import recorded_run, status_writer
 from pglab.server import TargetServer, open_target, server_facts
 
 Conn = psycopg.Connection[Any]
@@ -211,13 +211,7 @@ def run_regret(options: RegretOptions, console: Console) -> RegretRun:
         run.server["max_parallel_workers_per_gather"] = options.workers
         out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
         run.out_dir = prepare_out_dir(out, options.out_dir is None)
-
-        def write(status: str, error: str | None) -> None:
-            run.status, run.error = status, error
-            if status != "ok":
-                write_raw(run)
-
-        with recorded_run(run, write), lab_progress(console) as progress:
+        with recorded_run(run, status_writer(run, write_raw)), lab_progress(console) as progress:
             run_parts(target, run, progress)
     if not (run.loads or run.loops or run.shapes):
         raise LabError("nothing measured")

@@ -12,6 +12,7 @@ from typing import Any
 
 from pglab.experiments.temp_shapes.options import TempShapesOptions
 from pglab.experiments.temp_shapes.workload import Config
+from pglab.runlog import RecordedRun
 
 SHAPES_PART = "shapes"
 TPCH_PART = "tpch"
@@ -222,23 +223,11 @@ def summarize(measured: Measured, reference: str, acceptance_vs_reference: bool)
 
 
 @dataclass
-class TempShapesRun:
+class TempShapesRun(RecordedRun):
     options: TempShapesOptions
     out_dir: Path = Path(".")
     measured: list[Measured] = field(default_factory=list)
     table_sizes: dict[str, int] = field(default_factory=dict)  # relation -> bytes
-    server: dict[str, Any] = field(default_factory=dict)
-    machine: dict[str, Any] = field(default_factory=dict)
-    command: str = ""
-    started: str = ""
-    finished: str = ""
-    wall_s: float = 0.0
-    status: str = "running"
-    error: str | None = None
     flush_sql: str = "SELECT pg_flush_local_buffers()"  # schema-qualified by session_setup
     tpch_temp_buffers: str = ""  # temp_buffers of the --tpch-all-temp session
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def version_num(self) -> int:
-        return int(self.server.get("version_num") or 0)

@@ -23,7 +23,7 @@ from pglab.experiments.temp_shapes.options import NAME, TempShapesOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
-from pglab.runlog import recorded_run
+from pglab.runlog import recorded_run, status_writer
 from pglab.server import open_target, server_facts
 
 EXTENSION = "pg_tempbuf"
@@ -216,13 +216,7 @@ def run_temp_shapes(options: TempShapesOptions, console: Console) -> TempShapesR
                 run.server["tpch_temp_buffers"] = run.tpch_temp_buffers
             out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
             run.out_dir = prepare_out_dir(out, options.out_dir is None)
-
-            def write(status: str, error: str | None) -> None:
-                run.status, run.error = status, error
-                if status != "ok":
-                    write_raw(run)
-
-            with recorded_run(run, write), lab_progress(console) as progress:
+            with recorded_run(run, status_writer(run, write_raw)), lab_progress(console) as progress:
                 session_setup(conn, run)
                 try:
                     if shapes:
