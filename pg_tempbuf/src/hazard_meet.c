@@ -21,7 +21,10 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "core_copies.h"
+#include "guc.h"
+#include "hazard_meet.h"
+#include "page_guard.h"
 
 void
 tb_hazard_meet_init(TbHazardMeet *meet)

@@ -44,7 +44,17 @@
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
 
+#include "compat.h"
+#include "guc.h"
+#include "hazard_meet.h"
+#include "leader_pages.h"
+#include "page_guard.h"
+#include "page_source.h"
+#include "scan_run.h"
+#include "shared_pool.h"
+#include "temp_scan.h"
 #include "temp_scan_int.h"
+#include "toast_reader.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */

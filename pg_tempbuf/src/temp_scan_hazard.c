@@ -20,6 +20,9 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
+#include "guc.h"
+#include "hazard_meet.h"
+#include "page_source.h"
 #include "temp_scan_int.h"
 
 /* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
