@@ -38,8 +38,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
+#include "batched_scan.h"
 #include "compat.h"
-#include "pg_buffered_plan.h"
+#include "guc.h"
 
 #define BATCHED_SCAN_NAME	"BatchedSeqScan"
 

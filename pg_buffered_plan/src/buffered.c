@@ -27,8 +27,9 @@
 #include "nodes/value.h"
 #include "utils/memutils.h"
 
+#include "buffered.h"
 #include "compat.h"
-#include "pg_buffered_plan.h"
+#include "guc.h"
 
 #define BUFFERED_NAME	"Buffered"
 

@@ -30,8 +30,10 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
-#include "compat.h"
-#include "pg_buffered_plan.h"
+#include "batched_scan.h"
+#include "buffered.h"
+#include "guc.h"
+#include "plan_rewrite.h"
 
 typedef struct RewriteContext
 {

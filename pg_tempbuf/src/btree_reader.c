@@ -66,7 +66,8 @@
 #include "utils/rel.h"
 #include "utils/wait_event.h"
 
-#include "pg_tempbuf.h"
+#include "btree_reader.h"
+#include "page_source.h"
 
 /* One column's ORDER proc for one right-hand type, looked up once. */
 typedef struct OrderProc

@@ -33,7 +33,8 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "core_copies.h"
 
 /*
  * Derived from get_parallel_divisor(), src/backend/optimizer/path/

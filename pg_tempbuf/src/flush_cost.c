@@ -29,7 +29,11 @@
 #include "nodes/extensible.h"
 #include "optimizer/optimizer.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "flush_cost.h"
+#include "guc.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /*

@@ -12,7 +12,7 @@
 
 #include "utils/guc.h"
 
-#include "pg_tempbuf.h"
+#include "guc.h"
 
 /*
  * The flush cost model's constants, in seq_page_cost units; pglab

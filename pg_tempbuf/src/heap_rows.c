@@ -24,7 +24,10 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "core_copies.h"
+#include "heap_rows.h"
+#include "toast_reader.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 static void plan_deform(TbHeapRows *rows, ScanState *ss);

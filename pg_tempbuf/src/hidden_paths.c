@@ -30,8 +30,9 @@
 
 #include "optimizer/pathnode.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "compat.h"
+#include "hidden_paths.h"
+#include "query_facts.h"
 
 /* The top level's base relations' hidden paths, by relid. */
 static TbHiddenPaths hidden = {NULL, NULL, 0, NULL};

@@ -33,8 +33,17 @@
 #include "utils/rel.h"
 #include "utils/spccache.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "compat.h"
+#include "core_copies.h"
+#include "flush_cost.h"
+#include "guc.h"
+#include "hidden_paths.h"
+#include "index_paths.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "query_facts.h"
+#include "temp_bitmap_scan.h"
+#include "temp_index_scan.h"
 
 static Plan *plan_temp_index_path(PlannerInfo *root, RelOptInfo *rel,
 								  CustomPath *best_path, List *tlist,

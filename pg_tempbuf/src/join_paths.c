@@ -44,8 +44,11 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "hidden_paths.h"
+#include "join_paths.h"
+#include "query_facts.h"
+#include "scan_paths.h"
+#include "worker_gate.h"
 
 static set_join_pathlist_hook_type prev_set_join_pathlist_hook = NULL;
 

@@ -29,7 +29,11 @@
 #include "miscadmin.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "guc.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "page_source.h"
 #include "shared_pool.h"
 
 struct TbLeaderPageList

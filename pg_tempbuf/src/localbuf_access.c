@@ -20,7 +20,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "core_copies.h"
+#include "localbuf_access.h"
 
 static inline bool
 in_scope(BufferDesc *bufHdr, const TbRelFileId *only, ForkNumber fork)

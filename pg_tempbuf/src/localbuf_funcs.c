@@ -24,7 +24,9 @@
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "flush_cost.h"
+#include "localbuf_access.h"
 
 PG_FUNCTION_INFO_V1(pg_allocated_local_buffers);
 PG_FUNCTION_INFO_V1(pg_dirtied_local_buffers);

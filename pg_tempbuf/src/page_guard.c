@@ -40,7 +40,10 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "localbuf_access.h"
+#include "page_guard.h"
+#include "page_source.h"
 
 /* Buffers left unpinned for the rest of the statement: a quarter, at least 16. */
 static int

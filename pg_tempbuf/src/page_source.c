@@ -64,7 +64,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "guc.h"
+#include "page_source.h"
 #include "shared_pool.h"
 
 #define TB_READ_ATTEMPTS	10

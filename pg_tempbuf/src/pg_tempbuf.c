@@ -11,8 +11,12 @@
 
 #include "fmgr.h"
 
-#include "pg_tempbuf.h"
+#include "guc.h"
+#include "planner.h"
 #include "scan_run.h"
+#include "temp_bitmap_scan.h"
+#include "temp_index_scan.h"
+#include "temp_scan.h"
 
 PG_MODULE_MAGIC;
 

@@ -43,8 +43,11 @@
 #include "parser/parsetree.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "plan_walk.h"
+#include "scan_run.h"
+#include "temp_bitmap_scan.h"
+#include "temp_index_scan.h"
+#include "temp_scan.h"
 
 /* One scan of a table in the plan, and where the plan points to it. */
 typedef struct ScanRef

@@ -30,9 +30,9 @@
  *	scan_paths.c	Temp Seq Scan paths, then index_paths.c's
  *	index_paths.c	Temp Index (Only) Scan and Temp Bitmap Heap Scan paths
  *	hidden_paths.c	paths kept out of core's join search, deferred ones
- *	plan_walk.c		one kind of read per temporary table in a finished plan
  *	query_facts.c	what the statement being planned is
  *	worker_gate.c	where a worker can pay
+ *	plan_walk.c		one kind of read per temporary table in a finished plan
  *
  * and, for prices and plans, flush_cost.c and the scan nodes' files.
  *
@@ -48,9 +48,16 @@
 #include "optimizer/planner.h"
 #include "utils/lsyscache.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "guc.h"
+#include "hidden_paths.h"
+#include "join_paths.h"
+#include "plan_walk.h"
+#include "planner.h"
+#include "query_facts.h"
+#include "scan_paths.h"
 #include "shared_pool.h"
-#include "planner_int.h"
+#include "worker_gate.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;

@@ -26,8 +26,8 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "query_facts.h"
+#include "worker_gate.h"
 
 /* The statement being planned (planner.c saves and restores it when nested). */
 PlanningState tb_planning = {0};

@@ -33,8 +33,18 @@
 #include "utils/rel.h"
 #include "utils/spccache.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "compat.h"
+#include "core_copies.h"
+#include "flush_cost.h"
+#include "guc.h"
+#include "hidden_paths.h"
+#include "index_paths.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "query_facts.h"
+#include "scan_paths.h"
+#include "temp_scan.h"
+#include "toast_reader.h"
 
 static Plan *plan_temp_scan_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,

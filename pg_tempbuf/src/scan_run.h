@@ -30,6 +30,22 @@ typedef struct TbScanRun
 } TbScanRun;
 
 /*
+ * How the leader of a partial scan gets the table's dirty pages to the
+ * workers: all before they start; in its first call, workers reading
+ * behind it; or, where the nodes above the scan drain it before anything
+ * else happens in the leader, a run at a time as workers need them, the
+ * leader reading the rest from its own buffers without writing them.
+ * Every node flushes upfront, armed here; the Temp Seq Scan's plan may ask
+ * for one of the other two (plan_walk.c, temp_scan.c).
+ */
+typedef enum TbFlushMode
+{
+	TB_FLUSH_UPFRONT,
+	TB_FLUSH_PIPELINED,
+	TB_FLUSH_INTERLEAVED
+} TbFlushMode;
+
+/*
  * The head of the state of every node that registers with
  * tb_scan_run_register(): its CustomScanState, then its run.
  */

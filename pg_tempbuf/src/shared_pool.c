@@ -58,7 +58,8 @@
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
-#include "pg_tempbuf.h"
+#include "compat.h"
+#include "guc.h"
 #include "shared_pool.h"
 
 #define POOL_MAGIC	UINT64CONST(0x7067745f706f6f6c) /* "pgt_pool" */

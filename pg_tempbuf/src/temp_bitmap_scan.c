@@ -48,17 +48,24 @@
 #include "nodes/makefuncs.h"
 #include "nodes/tidbitmap.h"
 #include "optimizer/optimizer.h"
+#include "storage/condition_variable.h"
+#include "storage/spin.h"
 #include "utils/builtins.h"
+#include "utils/dsa.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
-
-#include "pg_tempbuf.h"
-#include "scan_run.h"
-#include "storage/condition_variable.h"
-#include "storage/spin.h"
-#include "utils/dsa.h"
 #include "utils/wait_event.h"
+
+#include "btree_reader.h"
+#include "compat.h"
+#include "heap_rows.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "page_source.h"
+#include "scan_run.h"
+#include "temp_bitmap_scan.h"
+#include "toast_reader.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */

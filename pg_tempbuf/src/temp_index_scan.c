@@ -63,8 +63,18 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
-#include "pg_tempbuf.h"
+#include "btree_reader.h"
+#include "compat.h"
+#include "core_copies.h"
+#include "guc.h"
+#include "hazard_meet.h"
+#include "heap_rows.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "page_source.h"
 #include "scan_run.h"
+#include "temp_index_scan.h"
+#include "toast_reader.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */

@@ -22,7 +22,8 @@
  *	- temp_scan_tuples.c: the rows it returns, with the out-of-line values
  *	  of the columns the scan uses fetched privately by the participant
  *	  that meets them;
- *	- temp_scan_hazard.c: pg_tempbuf.debug_hazard's races, for tests;
+ *	- temp_scan_hazard.c: pg_tempbuf.debug_hazard's races, for tests
+ *	  (where the worker and the leader meet: hazard_meet.c);
  *	- temp_scan_int.h: the state they share.
  *
  * Without shared memory (Gather running serially, e.g. an extended-protocol
@@ -43,7 +44,17 @@
 #include "nodes/nodeFuncs.h"
 #include "utils/rel.h"
 
+#include "compat.h"
+#include "guc.h"
+#include "hazard_meet.h"
+#include "leader_pages.h"
+#include "page_guard.h"
+#include "page_source.h"
+#include "scan_run.h"
+#include "shared_pool.h"
+#include "temp_scan.h"
 #include "temp_scan_int.h"
+#include "toast_reader.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
 /* custom_private of the plan: positions of its members */

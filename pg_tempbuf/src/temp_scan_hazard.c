@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * temp_scan_hazard.c
- *	  pg_tempbuf.debug_hazard: make the races that the scans' guards prevent
- *	  happen on purpose, for tests: the Temp Seq Scan's (page_guard.c), and
- *	  the index and bitmap scans' compared file reads (page_source.c).
+ *	  pg_tempbuf.debug_hazard: make the races that the Temp Seq Scan's
+ *	  guards prevent (page_guard.c) happen on purpose, for tests.  Where a
+ *	  paused worker and the leader meet, and the index and bitmap scans'
+ *	  compared file reads (page_source.c), are hazard_meet.c's.
  *
  * A worker pauses in the middle of reading a page (tb_mid_read_hook) while
  * the leader changes that page as code running in the leader could;
@@ -19,22 +20,10 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
+#include "guc.h"
+#include "hazard_meet.h"
+#include "page_source.h"
 #include "temp_scan_int.h"
-
-/* Where a worker and the leader are (TbHazardMeet.phase) */
-#define HAZARD_IDLE		0
-#define HAZARD_CLAIMED	1		/* a worker is about to pause */
-#define HAZARD_PAUSED	2		/* in the middle of the meet's block */
-#define HAZARD_CHANGED	3		/* the leader did what the hazard says */
-#define HAZARD_READ		4		/* the worker has read the rest of the page */
-#define HAZARD_RESTORED 5		/* the leader put the buffer back */
-
-void
-tb_hazard_meet_init(TbHazardMeet *meet)
-{
-	pg_atomic_init_u32(&meet->phase, HAZARD_IDLE);
-	meet->block = InvalidBlockNumber;
-}
 
 /* pg_tempbuf.debug_hazard: the leader loses the CPU for a while here. */
 void
@@ -42,86 +31,6 @@ tb_ts_stall_for_hazard(TbDebugHazard hazard)
 {
 	if (tb_debug_hazard == hazard)
 		pg_usleep(100000L);
-}
-
-/*
- * pg_tempbuf.debug_hazard: wait (ten seconds at most) until the other side
- * gets to phase.
- */
-static bool
-wait_for_phase(TbHazardMeet *meet, uint32 phase, long timeout_us)
-{
-	for (long waited = 0; waited < timeout_us; waited += 100)
-	{
-		if (pg_atomic_read_u32(&meet->phase) >= phase)
-			return true;
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(100L);
-	}
-	return false;
-}
-
-/*
- * Would heap_page_prune_opt() prune this page (as far as its first half
- * tells)?  Only such a page shows a prune in the middle of a read.
- */
-static bool
-page_prunes_on_access(const char *page)
-{
-	return tb_page_may_be_pruned((Page) page) &&
-		(PageIsFull((Page) page) ||
-		 PageGetHeapFreeSpace((Page) page) < BLCKSZ / 10);
-}
-
-/*
- * Worker, pg_tempbuf.debug_hazard, as tb_mid_read_hook with the scan's
- * TbHazardMeet: the first page read the hazard is about pauses in its
- * middle until the leader has changed it (tb_ts_serve_hazard(),
- * tb_hazard_serve_file_read()).
- */
-bool
-tb_hazard_worker_meets(BlockNumber blkno, const char *page, bool from_leader,
-					   bool done, void *arg)
-{
-	TbHazardMeet *meet = (TbHazardMeet *) arg;
-	uint32		idle = HAZARD_IDLE;
-	bool		wanted;
-
-	if (done)
-	{
-		pg_atomic_exchange_u32(&meet->phase, HAZARD_READ);
-		if (tb_debug_hazard == TB_HAZARD_REFILL_DURING_COPY)
-			(void) wait_for_phase(meet, HAZARD_RESTORED, 10000000L);
-		return true;
-	}
-	switch ((TbDebugHazard) tb_debug_hazard)
-	{
-		case TB_HAZARD_PRUNE_DURING_COPY:
-			wanted = from_leader && page != NULL && page_prunes_on_access(page);
-			break;
-		case TB_HAZARD_PRUNE_DURING_READ:
-			wanted = !from_leader && page_prunes_on_access(page);
-			break;
-		case TB_HAZARD_WRITE_DURING_READ:
-			wanted = !from_leader;
-			break;
-		case TB_HAZARD_REFILL_DURING_COPY:
-			wanted = from_leader && page != NULL;
-			break;
-		case TB_HAZARD_EVICT_DURING_BATCH:
-			wanted = from_leader && page == NULL;
-			break;
-		default:
-			wanted = false;
-			break;
-	}
-	if (!wanted ||
-		!pg_atomic_compare_exchange_u32(&meet->phase, &idle, HAZARD_CLAIMED))
-		return false;
-	meet->block = blkno;
-	pg_atomic_exchange_u32(&meet->phase, HAZARD_PAUSED);
-	(void) wait_for_phase(meet, HAZARD_CHANGED, 10000000L);
-	return true;
 }
 
 /*
@@ -150,27 +59,6 @@ tb_ts_resume_in_place(TempScanState *ts)
 		return;
 	ts->hazard_paused = false;
 	tb_mid_read_hook(ts->page_block, NULL, true, true, tb_mid_read_arg);
-}
-
-/* Write a local buffer's page if it is dirty, as an eviction would. */
-static void
-write_if_dirty(Buffer buffer)
-{
-	BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
-
-	if (pg_atomic_read_u32(&desc->state) & BM_DIRTY)
-		tb_write_local_run(&desc, 1);
-}
-
-/* The leader has changed the page: say so, and let the worker read on. */
-static void
-served(TbHazardMeet *meet, Relation rel, BlockNumber blkno)
-{
-	ereport(NOTICE,
-			(errmsg("pg_tempbuf.debug_hazard: block %u of \"%s\" met the leader in the middle of a worker's read",
-					blkno, RelationGetRelationName(rel))));
-	if (pg_atomic_read_u32(&meet->phase) < HAZARD_CHANGED)
-		pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
 }
 
 /*
@@ -203,7 +91,7 @@ tb_ts_serve_hazard(TempScanState *ts)
 		tb_hazard_serve_file_read(meet, rel);
 		return;
 	}
-	if (!wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
+	if (!tb_hazard_wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
 		return;
 	blkno = meet->block;
 	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
@@ -219,11 +107,11 @@ tb_ts_serve_hazard(TempScanState *ts)
 				pg_atomic_exchange_u32(&meet->phase, HAZARD_RESTORED);
 				break;
 			}
-			write_if_dirty(buffer);
+			tb_hazard_write_if_dirty(buffer);
 			tb_page_source_read_image(rel, MAIN_FORKNUM, (blkno + 1) % ts->nblocks,
 									  BufferGetPage(buffer));
 			pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
-			(void) wait_for_phase(meet, HAZARD_READ, 10000000L);
+			(void) tb_hazard_wait_for_phase(meet, HAZARD_READ, 10000000L);
 			tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 			pg_atomic_exchange_u32(&meet->phase, HAZARD_RESTORED);
 			break;
@@ -241,12 +129,12 @@ tb_ts_serve_hazard(TempScanState *ts)
 				 * between the batch's two looks at the descriptors; put back
 				 * once it has read the pages.
 				 */
-				write_if_dirty(buffer);
+				tb_hazard_write_if_dirty(buffer);
 				desc->tag.blockNum = (blkno + 1) % ts->nblocks;
 				tb_page_source_read_image(rel, MAIN_FORKNUM, desc->tag.blockNum,
 										  BufferGetPage(buffer));
 				pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
-				(void) wait_for_phase(meet, HAZARD_READ, 10000000L);
+				(void) tb_hazard_wait_for_phase(meet, HAZARD_READ, 10000000L);
 				tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
 				desc->tag = tag;
 			}
@@ -255,36 +143,5 @@ tb_ts_serve_hazard(TempScanState *ts)
 			break;
 	}
 	ReleaseBuffer(buffer);
-	served(meet, rel, blkno);
-}
-
-/*
- * Leader, pg_tempbuf.debug_hazard prune_during_read or write_during_read,
- * for every scan whose worker reads the file, and prune_during_copy for
- * an index or bitmap scan whose worker copies the page out of the
- * leader's pool: wait a little for a worker to pause in the middle of a
- * page of rel, and prune it and write it back, write it back, or prune it,
- * as code running in the leader (a function above Gather) and an eviction
- * could.
- */
-void
-tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
-{
-	BlockNumber blkno;
-	Buffer		buffer;
-
-	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_READ &&
-		tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ &&
-		tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY)
-		return;
-	if (!wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
-		return;
-	blkno = meet->block;
-	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
-	if (tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
-		heap_page_prune_opt(rel, buffer);
-	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY)
-		write_if_dirty(buffer);
-	ReleaseBuffer(buffer);
-	served(meet, rel, blkno);
+	tb_hazard_served(meet, rel, blkno);
 }

@@ -20,9 +20,16 @@
 #include "portability/instr_time.h"
 #include "storage/condition_variable.h"
 
-#include "pg_tempbuf.h"
-#include "shared_pool.h"
+#include "core_copies.h"
+#include "guc.h"
+#include "hazard_meet.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "page_guard.h"
+#include "page_source.h"
 #include "scan_run.h"
+#include "shared_pool.h"
+#include "toast_reader.h"
 
 /* Workers may read every block: no flush is under way. */
 #define ALL_READABLE	((uint32) 0xFFFFFFFF)

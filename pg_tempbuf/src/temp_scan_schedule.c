@@ -34,6 +34,11 @@
 #include "storage/condition_variable.h"
 #include "utils/wait_event.h"
 
+#include "compat.h"
+#include "guc.h"
+#include "localbuf_access.h"
+#include "page_guard.h"
+#include "scan_run.h"
 #include "temp_scan_int.h"
 
 static bool leader_next_chunk(TempScanState *ts);

@@ -43,7 +43,18 @@
 #include "storage/condition_variable.h"
 #include "utils/rel.h"
 
+#include "compat.h"
+#include "core_copies.h"
+#include "guc.h"
+#include "hazard_meet.h"
+#include "leader_pages.h"
+#include "localbuf_access.h"
+#include "page_guard.h"
+#include "page_source.h"
+#include "scan_run.h"
+#include "shared_pool.h"
 #include "temp_scan_int.h"
+#include "toast_reader.h"
 
 /*
  * Leader only: put the table's pages (and those of its toast relation,

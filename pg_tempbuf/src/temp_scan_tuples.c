@@ -32,6 +32,7 @@
 #include "utils/rel.h"
 
 #include "temp_scan_int.h"
+#include "toast_reader.h"
 
 /* Varlena columns of the table that the expressions reference. */
 static Bitmapset *

@@ -36,7 +36,12 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "pg_tempbuf.h"
+#include "btree_reader.h"
+#include "compat.h"
+#include "localbuf_access.h"
+#include "page_guard.h"
+#include "page_source.h"
+#include "toast_reader.h"
 
 /* One chunk found in the index: its sequence number and heap TID. */
 typedef struct ChunkRef

@@ -49,8 +49,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "pg_tempbuf.h"
-#include "planner_int.h"
+#include "compat.h"
+#include "worker_gate.h"
 
 /* The top query level's drivers, found once its base relations have paths. */
 static TbWorkerGate gate = {NULL, NULL};

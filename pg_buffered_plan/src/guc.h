@@ -1,15 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * pg_buffered_plan.h
- *	  Shared declarations of the pg_buffered_plan module: GUCs, the two
- *	  custom plan nodes and the planner hook that places them.
+ * guc.h
+ *	  The settings of pg_buffered_plan (guc.c): pg_buffered_plan.batch_size
+ *	  and pg_buffered_plan.placement, and how a node's batches grow to the
+ *	  batch size.  The ground floor: it calls nothing of the module.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PG_BUFFERED_PLAN_H
-#define PG_BUFFERED_PLAN_H
-
-#include "nodes/plannodes.h"
+#ifndef BP_GUC_H
+#define BP_GUC_H
 
 /* pg_buffered_plan.placement */
 typedef enum BpPlacement
@@ -23,19 +22,7 @@ typedef enum BpPlacement
 extern int	bp_batch_size;
 extern int	bp_placement;
 
-/* batched_scan.c */
-extern void bp_register_batched_scan(void);
-extern CustomScan *bp_make_batched_scan(Scan *seqscan, int batch_size);
-extern bool bp_is_batched_scan(const Plan *plan);
-
-/* buffered.c */
-extern void bp_register_buffered(void);
-extern CustomScan *bp_make_buffered(Plan *child, int batch_size,
-									int plan_node_id);
-extern bool bp_is_buffered(const Plan *plan);
-
-/* plan_rewrite.c */
-extern void bp_install_planner_hook(void);
+extern void bp_define_gucs(void);
 
 /*
  * Batches start at one row and double up to the configured size after
@@ -49,4 +36,4 @@ bp_next_batch_limit(int current, int batch_size)
 	return current >= batch_size / 2 ? batch_size : current * 2;
 }
 
-#endif							/* PG_BUFFERED_PLAN_H */
+#endif							/* BP_GUC_H */

@@ -1,35 +1,18 @@
 /*-------------------------------------------------------------------------
  *
- * planner_int.h
- *	  Declarations shared by the planner's files of pg_tempbuf, and by no
- *	  other file.
- *
- * The planner's files are on floors, each calling only those below it
- * (listed in planner.c's header); this file declares them from the bottom
- * up.  tb_install_planner_hooks(), which the module entry calls, is in
- * pg_tempbuf.h.
+ * query_facts.h
+ *	  What the statement being planned is (query_facts.c): its temporary
+ *	  tables and how often it names them, the code it runs, whether it may
+ *	  need a second planning; and the state of its planning, tb_planning,
+ *	  which the planner's files share.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PLANNER_INT_H
-#define PLANNER_INT_H
+#ifndef TB_QUERY_FACTS_H
+#define TB_QUERY_FACTS_H
 
-#include "pg_tempbuf.h"
+#include "nodes/parsenodes.h"
 
-/* worker_gate.c: where no worker can pay, planning stays stock */
-extern char tb_relation_facts(Oid relid, bool *may_drive, bool *has_children);
-extern bool tb_level_may_use_workers(PlannerInfo *root);
-extern bool tb_rel_may_be_partial(RelOptInfo *rel);
-extern bool tb_join_may_be_inner(PlannerInfo *root, RelOptInfo *joinrel);
-extern bool tb_join_may_use_workers(PlannerInfo *root, RelOptInfo *joinrel);
-typedef struct TbWorkerGate
-{
-	PlannerInfo *root;			/* whose drivers are known */
-	Relids		drivers;
-} TbWorkerGate;
-extern void tb_worker_gate_swap(TbWorkerGate *state);
-
-/* query_facts.c: what the statement being planned is */
 /* State of the statement being planned (saved and restored when nested). */
 typedef struct PlanningState
 {
@@ -117,38 +100,4 @@ tb_may_need_replan(const QueryFacts *facts)
 extern bool tb_planning_offered_paths(void);
 extern bool tb_planning_reads_twice(Oid relid);
 
-/* plan_walk.c: one kind of read per temporary table in a finished plan */
-extern Oid	tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
-								 bool runs_opaque_code);
-
-/* hidden_paths.c: our paths kept out of core's join search, deferred ones */
-extern bool tb_hides_paths(PlannerInfo *root, RelOptInfo *rel);
-extern void tb_add_safe_path(PlannerInfo *root, RelOptInfo *rel, Path *path);
-extern void tb_defer_safe_paths(PlannerInfo *root, RelOptInfo *rel);
-extern bool tb_take_deferred_paths(PlannerInfo *root, RelOptInfo *rel);
-extern List *tb_hidden_safe_paths(PlannerInfo *root, RelOptInfo *rel);
-typedef struct TbHiddenPaths
-{
-	PlannerInfo *root;			/* whose base relations' paths these are */
-	List	  **paths;			/* by relid */
-	int			size;
-	Bitmapset  *deferred;		/* relids whose paths wait for a join */
-} TbHiddenPaths;
-extern void tb_hidden_paths_swap(TbHiddenPaths *state);
-
-/* index_paths.c: Temp Index (Only) Scan and Temp Bitmap Heap Scan paths */
-extern void tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel,
-									const TbScanPrice *price,
-									bool vm_known_clean);
-extern void tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel,
-									 const TbScanPrice *price);
-
-/* scan_paths.c: Temp Seq Scan paths, then index_paths.c's */
-extern void tb_offer_paths(PlannerInfo *root, RelOptInfo *rel,
-						   RangeTblEntry *rte);
-extern void tb_offer_deferred_paths(PlannerInfo *root, RelOptInfo *rel);
-
-/* join_paths.c: parallel-safe paths for joins of temporary tables */
-extern void tb_install_join_hook(void);
-
-#endif							/* PLANNER_INT_H */
+#endif							/* TB_QUERY_FACTS_H */

@@ -1,0 +1,39 @@
+/*-------------------------------------------------------------------------
+ *
+ * page_guard.h
+ *	  Pages that must not change while workers read them (page_guard.c):
+ *	  the leader's pins on the buffers workers copy, and the blocks it
+ *	  keeps to itself.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TB_PAGE_GUARD_H
+#define TB_PAGE_GUARD_H
+
+#include "storage/bufpage.h"
+#include "utils/relcache.h"
+
+#include "localbuf_access.h"
+
+typedef struct TbPinSet
+{
+	MemoryContext cxt;
+	Buffer	   *buffers;
+	int			npinned;
+	int			room;			/* the most pins the pool can spare */
+} TbPinSet;
+
+extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt);
+extern bool tb_pinset_add(TbPinSet *set, int buf_id);
+extern void tb_pinset_release(TbPinSet *set);
+extern bool tb_page_may_be_pruned(Page page);
+extern bool tb_block_reserved(const uint64 *reserved, BlockNumber nbits,
+							  BlockNumber blkno);
+extern bool tb_reserve_block(uint64 *reserved, BlockNumber reserved_bits,
+							 BlockNumber blkno);
+extern bool tb_guard_prunable_pages(Relation rel, TbResidentPage *resident,
+									int nresident, TbPinSet *pins,
+									uint64 *reserved, BlockNumber reserved_bits,
+									char *scratch);
+
+#endif							/* TB_PAGE_GUARD_H */
