@@ -130,8 +130,10 @@ tb_temp_scan_extra_cost(const TbScanPrice *price, bool partial,
 		/*
 		 * The leader's read is the serial scan's cost; a worker copies the
 		 * pages the leader holds out of its pool, as cheap as a shared hit,
-		 * or reads them from the file after the leader wrote them.
+		 * where some are dirty, or else reads them from the file, after the
+		 * leader wrote them (temp_scan.c).
 		 */
+		in_place = in_place && price->dirty_pages > 0;
 		*startup = *flush = in_place ? 0.0 : tb_priced_flush(price);
 		*run = in_place ? 0.0 : tb_read_page_cost * price->resident_pages;
 		return;

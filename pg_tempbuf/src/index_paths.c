@@ -159,7 +159,7 @@ private_reads(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath,
 	 * and another one the read from the file the serial scan pays too:
 	 * core's price, as for an UNLOGGED copy, with nothing added.
 	 */
-	if (loop_count > 1.0 || leader_copies_possible())
+	if (loop_count > 1.0 || (leader_copies_possible() && ipath->path.parallel_aware))
 		return 0.0;
 	heap_pages = index_pages_fetched(tuples, rel->pages, (double) index->pages, root);
 	if (ipath->path.pathtype == T_IndexOnlyScan)
@@ -339,6 +339,7 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 		double		loop_count = tb_loop_count(root, rel->relid, outer);
 		TbScanPrice index_price = *price;
 		TbScanPrice serial_price;
+		bool		from_pool;
 
 		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL)
 			continue;
@@ -354,10 +355,19 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 		/* An index-only scan has the visibility map written too. */
 		if (ipath->path.pathtype == T_IndexOnlyScan)
 			index_price.known_clean = index_price.known_clean && vm_known_clean;
-		/* Its workers copy the leader's pages out of its pool, where they can. */
-		serial_price = leader_copies_possible() ? nothing_to_write(&index_price) : index_price;
-		tb_add_safe_path(root, rel, &make_temp_index_path(root, rel, ipath, &serial_price,
-														  loop_count)->path);
+		/*
+		 * Its workers copy the leader's pages out of its pool where some are
+		 * dirty, else read the files (temp_index_scan.c): nothing to write
+		 * and nothing to read privately, or the flush and the reads.
+		 */
+		from_pool = leader_copies_possible() && index_price.dirty_pages > 0;
+		serial_price = from_pool ? nothing_to_write(&index_price) : index_price;
+		tb_add_safe_path(root, rel,
+						 &make_wrapping_path(rel, &ipath->path, &serial_price,
+											 from_pool ? 0.0 :
+											 private_reads(root, rel, ipath, &index_price,
+														   loop_count),
+											 loop_count, &temp_index_path_methods)->path);
 
 		if (outer == NULL && ipath->indexscandir != BackwardScanDirection)
 		{
@@ -483,7 +493,7 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		}
 		/* Core's bitmap heap paths are neither parallel aware nor ordered. */
 		serial_price = bitmap_price;
-		if (leader_copies_possible())
+		if (leader_copies_possible() && bitmap_price.dirty_pages > 0)
 		{
 			/* Its workers copy the leader's pages out of its pool, as in private_reads(). */
 			serial_price = nothing_to_write(&bitmap_price);

@@ -331,6 +331,22 @@ clean_fork_key(const TbRelFileId *file, ForkNumber fork)
 	return key;
 }
 
+/*
+ * Does the pool hold a dirty page of file's main fork?  From the census:
+ * cheap once taken, and taken again only when the pool changed.
+ */
+bool
+tb_file_has_dirty_pages(TbRelFileId file)
+{
+	TbLocalBufferCounts main_fork;
+	TbLocalBufferCounts pool;
+
+	if (tb_fork_known_clean(&file, MAIN_FORKNUM))
+		return false;
+	tb_pool_census(&file, &main_fork, &pool);
+	return main_fork.dirty > 0;
+}
+
 bool
 tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork)
 {

@@ -34,6 +34,7 @@ extern uint64 tb_pool_census_generation(void);
 extern void tb_pool_census_watch(Oid relid);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern bool tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork);
+extern bool tb_file_has_dirty_pages(TbRelFileId file);
 extern int64 tb_evict_local_buffers(Relation rel);
 
 /* One relation's dirty pages, written a run at a time, in file order. */

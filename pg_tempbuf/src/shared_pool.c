@@ -51,6 +51,7 @@
 #endif
 
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
@@ -97,6 +98,7 @@ static struct
 	const BufferDesc *descs;
 	const char *pages;
 	HTAB	   *directory;		/* PoolPage by block, for nodes without a list */
+	List	   *directory_files;	/* the TbRelFileIds it holds the pages of */
 } worker;
 
 /* Where the pool held a relation's block when a worker first looked. */
@@ -289,11 +291,19 @@ tb_shared_pool_adopt(void)
 	PrivatePage *moving;
 	MemoryContext private_cxt;
 
+	/* A statement that found buffers pinned tries no more: each try walks the pool. */
+	static TimestampTz pinned_in_statement = 0;
+
 	if (leader.adopted)
 		return true;
 	if (!tb_shared_pool_enabled || leader.refusal != NULL || IsParallelWorker() ||
-		NLocBuffer == 0 || !pool_at_rest())
+		NLocBuffer == 0 || pinned_in_statement == GetCurrentStatementStartTimestamp())
 		return false;
+	if (!pool_at_rest())
+	{
+		pinned_in_statement = GetCurrentStatementStartTimestamp();
+		return false;
+	}
 	if (!create_mapping(NLocBuffer))
 		return false;
 
@@ -354,11 +364,17 @@ const char *
 tb_shared_pool_unreadable(void)
 {
 #ifdef __linux__
+	/* Asked for every path priced: the flag, once per backend. */
+	static int	dumpable = -1;
 	const char *reason = tb_shared_pool_unavailable();
 
-	if (reason == NULL && prctl(PR_GET_DUMPABLE) != 1)
+	if (reason != NULL)
+		return reason;
+	if (dumpable < 0)
+		dumpable = prctl(PR_GET_DUMPABLE) == 1;
+	if (!dumpable)
 		return "the leader is not dumpable: workers may not open its /proc/<pid>/fd";
-	return reason;
+	return NULL;
 #else
 	return tb_shared_pool_unavailable();
 #endif
@@ -497,18 +513,13 @@ tb_shared_pool_attach_leader(void)
 #endif
 }
 
-/*
- * Worker: the buffer that held block blkno of file's main fork when this
- * worker first asked, or -1.  A block that was not in the pool then is on
- * disk; one evicted since fails the copy's descriptor check.
- */
-int
-tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno)
+/* Worker: enter the pool's pages of file's main fork in the directory. */
+static void
+enter_file(TbRelFileId file)
 {
-	PoolPageKey key;
-	PoolPage   *found;
+	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	TbRelFileId *entered = palloc(sizeof(TbRelFileId));
 
-	Assert(worker.attached);
 	if (worker.directory == NULL)
 	{
 		HASHCTL		ctl;
@@ -518,20 +529,54 @@ tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno)
 		ctl.hcxt = TopMemoryContext;
 		worker.directory = hash_create("pg_tempbuf leader's pool", 1024, &ctl,
 									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		for (int i = 0; i < worker.ref.nbuffers; i++)
-		{
-			BufferDesc	desc = worker.descs[i];
+	}
+	for (int i = 0; i < worker.ref.nbuffers; i++)
+	{
+		BufferDesc	desc = worker.descs[i];
+		PoolPageKey key;
+		PoolPage   *page;
 
-			if (!(pg_atomic_read_u32(&desc.state) & BM_VALID) ||
-				TbTagForkNum(&desc.tag) != MAIN_FORKNUM)
-				continue;
-			memset(&key, 0, sizeof(key));
-			key.file = TbTagFileId(&desc.tag);
-			key.blkno = desc.tag.blockNum;
-			found = hash_search(worker.directory, &key, HASH_ENTER, NULL);
-			found->buf_id = i;
+		if (!(pg_atomic_read_u32(&desc.state) & BM_VALID) ||
+			TbTagForkNum(&desc.tag) != MAIN_FORKNUM ||
+			!TbTagMatchesFileId(&desc.tag, file))
+			continue;
+		memset(&key, 0, sizeof(key));
+		key.file = file;
+		key.blkno = desc.tag.blockNum;
+		page = hash_search(worker.directory, &key, HASH_ENTER, NULL);
+		page->buf_id = i;
+	}
+	*entered = file;
+	worker.directory_files = lappend(worker.directory_files, entered);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Worker: the buffer that held block blkno of file's main fork when this
+ * worker first asked for a page of file, or -1.  A block that was not in
+ * the pool then is on disk; one evicted since fails the copy's descriptor
+ * check.  Each file's pages are looked up once, in one walk of the
+ * descriptors.
+ */
+int
+tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno)
+{
+	PoolPageKey key;
+	PoolPage   *found;
+	ListCell   *lc;
+	bool		entered = false;
+
+	Assert(worker.attached);
+	foreach(lc, worker.directory_files)
+	{
+		if (memcmp(lfirst(lc), &file, sizeof(TbRelFileId)) == 0)
+		{
+			entered = true;
+			break;
 		}
 	}
+	if (!entered)
+		enter_file(file);
 	memset(&key, 0, sizeof(key));
 	key.file = file;
 	key.blkno = blkno;

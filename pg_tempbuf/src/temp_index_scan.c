@@ -402,7 +402,10 @@ index_scan_flush(CustomScanState *node)
 	 */
 	if (!node->ss.ps.plan->parallel_aware)
 	{
-		copies = tb_leader_pages_readable();
+		/* As a full Temp Seq Scan: where something is dirty (temp_scan.c). */
+		copies = tb_leader_pages_readable() &&
+			(tb_file_has_dirty_pages(heap_file) || tb_file_has_dirty_pages(index_file) ||
+			 tb_toast_has_dirty_pages(rel));
 		mark_pool_reads((CustomScan *) node->ss.ps.plan, copies);
 	}
 	pages = 0;
