@@ -304,8 +304,12 @@ tb_shared_pool_adopt(void)
 		pinned_in_statement = GetCurrentStatementStartTimestamp();
 		return false;
 	}
+	moving = palloc(mul_size(NLocBuffer, sizeof(PrivatePage)));
 	if (!create_mapping(NLocBuffer))
+	{
+		pfree(moving);
 		return false;
+	}
 
 	header = (PoolHeader *) leader.base;
 	header->magic = POOL_MAGIC;
@@ -315,8 +319,6 @@ tb_shared_pool_adopt(void)
 	header->page_offset = page_offset(NLocBuffer);
 	descs = (BufferDesc *) (leader.base + header->desc_offset);
 	pages = leader.base + header->page_offset;
-
-	moving = palloc(mul_size(NLocBuffer, sizeof(PrivatePage)));
 
 	/* From here on nothing may fail: core's pointers change one by one. */
 	private_descs = LocalBufferDescriptors;
