@@ -453,9 +453,12 @@ tb_page_source_copy_from_pool(Relation rel, BlockNumber blkno, char *dest, char 
 	return copy_verified(rel, &page, dest, scratch);
 }
 
-/* Worker: the page from the leader's buffer, if it holds it; false if not. */
-static bool
-copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest)
+/*
+ * Worker: the entry some scan listed for the page (the first pinned one,
+ * if pinned_only), or NULL.
+ */
+static const TbLeaderPage *
+listed_page(const PageKey *key, bool pinned_only)
 {
 	for (int i = 0; i < leader_registry_used; i++)
 	{
@@ -466,9 +469,20 @@ copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest
 			continue;
 		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
 					   sizeof(TbLeaderPage), compare_leader_block);
-		if (page != NULL)
-			return copy_verified(rel, page, dest, src->scratch);
+		if (page != NULL && (page->pinned || !pinned_only))
+			return page;
 	}
+	return NULL;
+}
+
+/* Worker: the page from the leader's buffer, if it holds it; false if not. */
+static bool
+copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest)
+{
+	const TbLeaderPage *page = listed_page(key, false);
+
+	if (page != NULL)
+		return copy_verified(rel, page, dest, src->scratch);
 	return tb_page_source_copy_from_pool(rel, key->blkno, dest, src->scratch);
 }
 
@@ -481,21 +495,12 @@ copy_leader_page(TbPageSource *src, Relation rel, const PageKey *key, char *dest
 static const char *
 pinned_leader_page(Relation rel, const PageKey *key)
 {
+	const TbLeaderPage *page;
+
 	if (tb_mid_read_hook != NULL)
 		return NULL;
-	for (int i = 0; i < leader_registry_used; i++)
-	{
-		const LeaderPages *rel_pages = &leader_registry[i];
-		const TbLeaderPage *page;
-
-		if (rel_pages->relid != key->relid)
-			continue;
-		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
-					   sizeof(TbLeaderPage), compare_leader_block);
-		if (page != NULL && page->pinned)
-			return tb_page_source_leader_page(rel, page);
-	}
-	return NULL;
+	page = listed_page(key, true);
+	return page != NULL ? tb_page_source_leader_page(rel, page) : NULL;
 }
 
 /* Let go of what a reference pins or holds. */
