@@ -188,56 +188,34 @@ tb_page_source_leader_page(Relation rel, const TbLeaderPage *page)
 }
 
 /*
- * Worker: copy npages pages of rel out of the leader's local buffers (the
- * pool's mapping) into dest, one after another: every page's buffer
- * descriptor, then the pages, then the descriptors again, in that order;
- * valid[i] is false when the buffer did not hold pages[i].blkno of rel in
- * both looks (the leader evicted it meanwhile, and the caller reads the
- * file, where the eviction wrote it).  For pages the leader may still
- * evict; a page it keeps pinned is read in place instead.
+ * Worker: copy one page of rel out of the leader's local buffers (the
+ * pool's mapping) into dest: its buffer descriptor, the page, the
+ * descriptor again, in that order; false when the buffer did not hold the
+ * page in both looks (the leader evicted it meanwhile, and the caller
+ * reads the file, where the eviction wrote it).  For pages the leader may
+ * still evict; a page it keeps pinned is read in place instead.
  *
- * Under pg_tempbuf.debug_hazard the copy pauses as a racing one could: in
- * the middle of a single page, or between the descriptors and the pages
- * of a batch.
+ * Under pg_tempbuf.debug_hazard the copy pauses in the middle of the page,
+ * as a racing one could.
  */
-void
-tb_page_source_copy_leader(Relation rel, const TbLeaderPage *pages, int npages,
-						   char *dest, bool *valid)
+static bool
+copy_leader_once(Relation rel, const TbLeaderPage *page, char *dest)
 {
-	BufferDesc	before[TB_LEADER_COPY_BATCH];
+	BufferDesc	before = *tb_shared_pool_desc(page->buf_id);
 	TbRelFileId file = TbRelationFileId(rel);
+	const char *from = tb_shared_pool_page(page->buf_id);
 	bool		fired = false;
-	BlockNumber paused = pages[npages / 2].blkno;
-
-	Assert(npages > 0 && npages <= TB_LEADER_COPY_BATCH);
-	for (int i = 0; i < npages; i++)
-		before[i] = *tb_shared_pool_desc(pages[i].buf_id);
-	pg_read_barrier();
-
-	if (tb_mid_read_hook && npages == 1)
-	{
-		const char *from = tb_shared_pool_page(pages[0].buf_id);
-
-		memcpy(dest, from, BLCKSZ / 2);
-		fired = tb_mid_read_hook(pages[0].blkno, dest, true, false, tb_mid_read_arg);
-		memcpy(dest + BLCKSZ / 2, from + BLCKSZ / 2, BLCKSZ / 2);
-		if (fired)
-			tb_mid_read_hook(pages[0].blkno, dest, true, true, tb_mid_read_arg);
-	}
-	else
-	{
-		if (tb_mid_read_hook)
-			fired = tb_mid_read_hook(paused, NULL, true, false, tb_mid_read_arg);
-		for (int i = 0; i < npages; i++)
-			memcpy(dest + (Size) i * BLCKSZ, tb_shared_pool_page(pages[i].buf_id), BLCKSZ);
-		if (fired)
-			tb_mid_read_hook(paused, NULL, true, true, tb_mid_read_arg);
-	}
 
 	pg_read_barrier();
-	for (int i = 0; i < npages; i++)
-		valid[i] = holds_block(&before[i], file, pages[i].blkno) &&
-			holds_block(tb_shared_pool_desc(pages[i].buf_id), file, pages[i].blkno);
+	memcpy(dest, from, BLCKSZ / 2);
+	if (tb_mid_read_hook)
+		fired = tb_mid_read_hook(page->blkno, dest, true, false, tb_mid_read_arg);
+	memcpy(dest + BLCKSZ / 2, from + BLCKSZ / 2, BLCKSZ / 2);
+	if (fired)
+		tb_mid_read_hook(page->blkno, dest, true, true, tb_mid_read_arg);
+	pg_read_barrier();
+	return holds_block(&before, file, page->blkno) &&
+		holds_block(tb_shared_pool_desc(page->buf_id), file, page->blkno);
 }
 
 /*
@@ -376,6 +354,13 @@ compare_leader_block(const void *key, const void *member)
 	return blkno < other ? -1 : blkno > other ? 1 : 0;
 }
 
+/* The entry for blkno in a leader's list (sorted by block), or NULL. */
+const TbLeaderPage *
+tb_leader_page_find(const TbLeaderPage *pages, int npages, BlockNumber blkno)
+{
+	return bsearch(&blkno, pages, npages, sizeof(TbLeaderPage), compare_leader_block);
+}
+
 /*
  * Worker: one page out of the leader's pool into dest; false when its
  * buffer no longer holds it.  Under code that may prune it in the leader,
@@ -388,10 +373,10 @@ copy_verified(Relation rel, const TbLeaderPage *page, char *dest, char *scratch)
 
 	for (int attempt = 0;; attempt++)
 	{
-		tb_page_source_copy_leader(rel, page, 1, dest, &valid);
+		valid = copy_leader_once(rel, page, dest);
 		if (!valid || !compare_leader_copies)
 			return valid;
-		tb_page_source_copy_leader(rel, page, 1, scratch, &valid);
+		valid = copy_leader_once(rel, page, scratch);
 		if (!valid || memcmp(dest, scratch, BLCKSZ) == 0)
 			return valid;
 		if (attempt + 1 >= TB_READ_ATTEMPTS)
@@ -467,8 +452,7 @@ listed_page(const PageKey *key, bool pinned_only)
 
 		if (rel_pages->relid != key->relid)
 			continue;
-		page = bsearch(&key->blkno, rel_pages->pages, rel_pages->npages,
-					   sizeof(TbLeaderPage), compare_leader_block);
+		page = tb_leader_page_find(rel_pages->pages, rel_pages->npages, key->blkno);
 		if (page != NULL && (page->pinned || !pinned_only))
 			return page;
 	}

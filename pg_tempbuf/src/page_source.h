@@ -31,11 +31,8 @@ typedef struct TbLeaderPage
 	bool		pinned;			/* by the leader until the scan ends: read in place */
 } TbLeaderPage;
 
-/* The most pages a worker copies from the leader in one call. */
-#define TB_LEADER_COPY_BATCH	16
-
-extern void tb_page_source_copy_leader(Relation rel, const TbLeaderPage *pages,
-									   int npages, char *dest, bool *valid);
+extern const TbLeaderPage *tb_leader_page_find(const TbLeaderPage *pages, int npages,
+											   BlockNumber blkno);
 extern const char *tb_page_source_leader_page(Relation rel, const TbLeaderPage *page);
 extern void tb_page_source_read_leader_pool(Relation rel);
 extern bool tb_page_source_copy_from_pool(Relation rel, BlockNumber blkno, char *dest,

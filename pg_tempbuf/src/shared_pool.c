@@ -343,7 +343,7 @@ tb_shared_pool_adopt(void)
  * Leader: NULL when workers can map the pool now (adopting it if this is
  * a safe point), else why not, for EXPLAIN.
  */
-const char *
+static const char *
 tb_shared_pool_unavailable(void)
 {
 	if (!tb_shared_pool_enabled)
@@ -598,15 +598,4 @@ tb_shared_pool_page(int buf_id)
 {
 	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
 	return worker.pages + (Size) buf_id * BLCKSZ;
-}
-
-/* The pool's mapping in this process: the leader's or a worker's. */
-Size
-tb_shared_pool_mapped_bytes(void)
-{
-	if (leader.adopted)
-		return leader.size;
-	if (worker.attached)
-		return worker.ref.size;
-	return 0;
 }

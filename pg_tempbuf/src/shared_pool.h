@@ -25,7 +25,6 @@ typedef struct TbSharedPoolRef
 
 /* leader */
 extern bool tb_shared_pool_adopt(void);
-extern const char *tb_shared_pool_unavailable(void);
 extern const char *tb_shared_pool_unreadable(void);
 extern void tb_shared_pool_describe(TbSharedPoolRef *ref);
 
@@ -35,8 +34,5 @@ extern int	tb_shared_pool_attach_leader(void);
 extern int	tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno);
 extern const BufferDesc *tb_shared_pool_desc(int buf_id);
 extern const char *tb_shared_pool_page(int buf_id);
-
-/* both: what the pool's mapping holds now, for tests and the lab */
-extern Size tb_shared_pool_mapped_bytes(void);
 
 #endif							/* TB_SHARED_POOL_H */

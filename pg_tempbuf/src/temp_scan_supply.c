@@ -183,15 +183,6 @@ tb_ts_reset_pass(TempScanState *ts)
 	ts->reserved_next = 0;
 }
 
-static int
-compare_leader_pages(const void *a, const void *b)
-{
-	BlockNumber ba = ((const TbLeaderPage *) a)->blkno;
-	BlockNumber bb = ((const TbLeaderPage *) b)->blkno;
-
-	return (ba > bb) - (ba < bb);
-}
-
 /*
  * Worker: the page blkno where it lies in the leader's buffer (the pool's
  * mapping), or NULL when the leader did not list it.  Every listed page is
@@ -208,12 +199,10 @@ static const char *
 leader_page_in_place(TempScanState *ts, BlockNumber blkno)
 {
 	Relation	rel = ts->css.ss.ss_currentRelation;
-	TbLeaderPage key = {blkno, 0};
 	const TbLeaderPage *lp;
 	const char *page;
 
-	lp = bsearch(&key, ts->leader_pages, ts->shared->nleader_pages,
-				 sizeof(TbLeaderPage), compare_leader_pages);
+	lp = tb_leader_page_find(ts->leader_pages, ts->shared->nleader_pages, blkno);
 	if (lp == NULL)
 		return NULL;
 	page = tb_page_source_leader_page(rel, lp);
