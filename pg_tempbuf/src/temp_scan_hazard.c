@@ -45,6 +45,17 @@ tb_ts_pause_in_place(TempScanState *ts)
 	if (!ts->hazard_pending)
 		return;
 	ts->hazard_pending = false;
+
+	/*
+	 * A prune moves this row only if the page has dead versions and one of
+	 * them lies before the row (the rows skipped before it were invisible):
+	 * pause on such a page, else the race would change nothing the worker
+	 * holds and the unguarded run could not fail.
+	 */
+	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_COPY &&
+		(!TransactionIdIsValid(((PageHeader) ts->page)->pd_prune_xid) ||
+		 ts->visible[ts->next_visible - 1] == FirstOffsetNumber))
+		return;
 	/* evict_during_batch is about the buffer, not the page's contents. */
 	ts->hazard_paused =
 		tb_mid_read_hook(ts->page_block,
