@@ -54,6 +54,19 @@ typedef RelFileNode TbRelFileId;
 #define TbDropAllLocalBuffers(id)	DropRelFileNodeAllLocalBuffers(id)
 #endif
 
+/*
+ * A parallel worker opening a local buffer pool of its own
+ * (tb_open_worker_local_buffers): the file identity inside an smgr handle,
+ * and dropping the buffers of one fork from a block on.
+ */
+#if PG_VERSION_NUM >= 160000
+#define TbSmgrFileId(smgr)			((smgr)->smgr_rlocator.locator)
+#define TbDropLocalBuffers(id, fork, first) DropRelationLocalBuffers((id), (fork), (first))
+#else
+#define TbSmgrFileId(smgr)			((smgr)->smgr_rnode.node)
+#define TbDropLocalBuffers(id, fork, first) DropRelFileNodeLocalBuffers((id), (fork), (first))
+#endif
+
 /* The backend identity smgr uses for temporary relations. */
 #if PG_VERSION_NUM >= 170000
 #define TbMyTempBackend				MyProcNumber
@@ -127,9 +140,12 @@ typedef RelFileNode TbRelFileId;
 /*
  * Pinning a local buffer found by its descriptor, without the lookup that
  * ReadBuffer makes: the pin counts in the descriptor's state from 16 on,
- * and the resource owner API changed in 17.
+ * and the resource owner API changed in 17.  TbReserveBufferPin() makes
+ * room for one pin in the resource owner, as a caller of
+ * LocalBufferAlloc() must.
  */
 #if PG_VERSION_NUM >= 170000
+#define TbReserveBufferPin()		ResourceOwnerEnlarge(CurrentResourceOwner)
 static inline Buffer
 TbPinLocalBuffer(BufferDesc *desc)
 {
@@ -139,6 +155,7 @@ TbPinLocalBuffer(BufferDesc *desc)
 }
 #elif PG_VERSION_NUM >= 160000
 #include "utils/resowner_private.h"
+#define TbReserveBufferPin()		ResourceOwnerEnlargeBuffers(CurrentResourceOwner)
 static inline Buffer
 TbPinLocalBuffer(BufferDesc *desc)
 {
@@ -148,6 +165,7 @@ TbPinLocalBuffer(BufferDesc *desc)
 }
 #else
 #include "utils/resowner_private.h"
+#define TbReserveBufferPin()		ResourceOwnerEnlargeBuffers(CurrentResourceOwner)
 static inline Buffer
 TbPinLocalBuffer(BufferDesc *desc)
 {

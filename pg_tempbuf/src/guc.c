@@ -49,6 +49,7 @@ bool		tb_index_scan_enabled = true;
 bool		tb_verify_reread = false;
 bool		tb_debug_sync_start = false;
 bool		tb_shared_pool_enabled = true;
+bool		tb_parallel_index_build = true;
 int			tb_debug_hazard = TB_HAZARD_NONE;
 bool		tb_debug_unprotected = false;
 
@@ -106,6 +107,16 @@ tb_define_gucs(void)
 							 "the leader writes the dirty pages workers read from the table's file.",
 							 &tb_shared_pool_enabled,
 							 tb_shared_pool_enabled,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("pg_tempbuf.parallel_index_build",
+							 "Lets CREATE INDEX and REINDEX of a btree on a temporary table use parallel workers.",
+							 "Workers as core would request for a permanent table of that size "
+							 "(max_parallel_maintenance_workers, the table's parallel_workers, maintenance_work_mem); "
+							 "the leader first writes the table's dirty pages, which the workers read from its file.",
+							 &tb_parallel_index_build,
+							 tb_parallel_index_build,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 

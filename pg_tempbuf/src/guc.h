@@ -16,6 +16,7 @@ extern bool tb_index_scan_enabled;
 extern bool tb_verify_reread;
 extern bool tb_debug_sync_start;
 extern bool tb_shared_pool_enabled;
+extern bool tb_parallel_index_build;
 extern int	tb_debug_hazard;
 extern bool tb_debug_unprotected;
 

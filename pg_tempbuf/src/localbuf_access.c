@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "executor/instrument.h"
 #include "miscadmin.h"
 #include "utils/hsearch.h"
@@ -636,4 +637,43 @@ tb_pin_resident_page(Relation rel, const TbResidentPage *pages, int npages,
 	buffer = ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, NULL);
 	Assert(buffer == BufferDescriptorGetBuffer(bufHdr));
 	return buffer;
+}
+
+/*
+ * Open a local buffer pool in a parallel worker, which then reads a
+ * temporary table of its leader through it, from the table's file.
+ *
+ * Core refuses (InitLocalBuffers(), on a worker's first local buffer) as a
+ * backstop: a worker cannot see its leader's unwritten pages.  A btree
+ * build on a temporary table (index_build.c) meets that condition itself,
+ * the leader having written the table's pages before it starts workers; so
+ * the worker opens its pool here, with the backstop off for the one call,
+ * by taking a buffer for a file no relation has (relfilenumber 0) and
+ * dropping it again.  Nothing is read or written.
+ */
+void
+tb_open_worker_local_buffers(void)
+{
+	SMgrRelationData nowhere;
+	BufferDesc *buf;
+	bool		found;
+	int			worker_number = ParallelWorkerNumber;
+
+	Assert(IsParallelWorker());
+	if (NLocBuffer > 0)
+		return;
+	MemSet(&nowhere, 0, sizeof(nowhere));
+	ParallelWorkerNumber = -1;
+	PG_TRY();
+	{
+		TbReserveBufferPin();
+		buf = LocalBufferAlloc(&nowhere, MAIN_FORKNUM, 0, &found);
+		ReleaseBuffer(BufferDescriptorGetBuffer(buf));
+		TbDropLocalBuffers(TbSmgrFileId(&nowhere), MAIN_FORKNUM, 0);
+	}
+	PG_FINALLY();
+	{
+		ParallelWorkerNumber = worker_number;
+	}
+	PG_END_TRY();
 }

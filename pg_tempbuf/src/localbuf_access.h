@@ -36,6 +36,7 @@ extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern bool tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork);
 extern bool tb_file_has_dirty_pages(TbRelFileId file);
 extern int64 tb_evict_local_buffers(Relation rel);
+extern void tb_open_worker_local_buffers(void);
 
 /* One relation's dirty pages, written a run at a time, in file order. */
 typedef struct TbFlushCursor

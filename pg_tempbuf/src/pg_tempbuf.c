@@ -12,6 +12,7 @@
 #include "fmgr.h"
 
 #include "guc.h"
+#include "index_build.h"
 #include "planner.h"
 #include "scan_run.h"
 #include "temp_bitmap_scan.h"
@@ -31,4 +32,5 @@ _PG_init(void)
 	tb_register_temp_bitmap_scan();
 	tb_scan_run_install_hook();
 	tb_install_planner_hooks();
+	tb_install_index_build_hooks();
 }
