@@ -23,14 +23,15 @@
  *   asking for that many workers.
  * - A setting the leader sets for the build, pg_tempbuf.build_worker_buffers:
  *   restored in each worker before the build's entry point runs, it opens
- *   the worker's local buffers (guc.c; core would refuse them to a worker).
+ *   the worker's local buffers (core would refuse them to a worker), one
+ *   for every page of the table, so that a worker never writes one back.
  *
- * The workers read only their own blocks of the table, so a page one of
- * them writes back (hint bits set, pruned) is never one another reads at
- * that moment.  TOAST pages are different: every participant may read any
- * of them, and one may write back a page another is reading.  So a build
- * whose workers would read TOAST (the index reads a varlena column and the
- * table's TOAST relation has pages) stays serial.
+ * A worker never writes a page.  The leader may, when its own pool is full,
+ * write back one it dirtied during the build (hint bits, a prune): a heap
+ * page of its own share, which no worker reads, but a TOAST page could be
+ * one a worker reads at that moment.  So a build whose workers would read
+ * TOAST (the index reads a varlena column and the table's TOAST relation
+ * has pages) stays serial.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,7 +51,9 @@
 #include "optimizer/paths.h"
 #include "optimizer/plancat.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "compat.h"
 #include "guc.h"
@@ -71,7 +74,7 @@ static Oid	build_asked_for = InvalidOid;
  * for its duration only, and so sent to its workers with the other
  * settings (index_build() reverts it).  Not meant to be set by hand.
  */
-static int	build_worker_buffers = 0;
+static int	build_worker_buffers = 0;	/* the pool a worker opens */
 
 /*
  * Core's rule for the number of workers of a btree build on a permanent
@@ -183,10 +186,15 @@ tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 		char		buffers[32];
 
 		/*
-		 * Sent to the workers with the other settings, and reverted with the
-		 * rest of the build's settings by index_build().
+		 * A buffer for every page of the table, so that a worker never
+		 * evicts one it dirtied (hint bits, a prune): core writes a local
+		 * buffer to the file of the writer's own backend, a worker's here.
+		 * Memory is taken only for the pages a worker reads, its share of
+		 * the table, and freed when it exits.  Sent to the workers with the
+		 * other settings, reverted with the build's by index_build().
 		 */
-		snprintf(buffers, sizeof(buffers), "%d", num_temp_buffers);
+		snprintf(buffers, sizeof(buffers), "%u",
+				 Min(RelationGetNumberOfBlocks(heap) + 16, (BlockNumber) INT_MAX));
 		(void) set_config_option("pg_tempbuf.build_worker_buffers", buffers,
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 								 true, 0, false);
@@ -253,20 +261,46 @@ tb_index_build_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 }
 
 /*
- * pg_tempbuf.build_worker_buffers restored in a parallel worker of such a
- * build, before the build's entry point runs: open the worker's local
- * buffers, as many as its leader's temp_buffers, so that restoring
- * temp_buffers (before or after this one) finds the pool the size it asks.
+ * A worker of such a build opens its local buffers once all of its
+ * leader's settings are restored, temp_buffers included (core refuses to
+ * change temp_buffers once they are open), and before the build's entry
+ * point.  ParallelWorkerMain() restores the settings, then resets the
+ * caches once it has the leader's snapshot, up to 17; 18 resets them
+ * first.  So whichever of the two comes second opens them: the reset
+ * (tb_index_build_worker_reset()), or the restore of this setting, which
+ * the leader set last.
  */
+static int	worker_pool_pending = 0;
+static bool worker_caches_reset = false;
+
+static void
+open_worker_pool(int buffers)
+{
+	num_temp_buffers = buffers;
+	tb_open_worker_local_buffers();
+}
+
 static void
 assign_build_worker_buffers(int newval, void *extra)
 {
-	if (newval > 0 && InitializingParallelWorker && IsParallelWorker() &&
-		NLocBuffer == 0)
-	{
-		num_temp_buffers = newval;
-		tb_open_worker_local_buffers();
-	}
+	if (newval <= 0 || !InitializingParallelWorker || !IsParallelWorker() ||
+		NLocBuffer > 0)
+		return;
+	if (worker_caches_reset)
+		open_worker_pool(newval);
+	else
+		worker_pool_pending = newval;
+}
+
+static void
+tb_index_build_worker_reset(Datum arg, Oid relid)
+{
+	if (!InitializingParallelWorker || !IsParallelWorker() ||
+		OidIsValid(relid) || !ActiveSnapshotSet())
+		return;
+	worker_caches_reset = true;
+	if (worker_pool_pending > 0 && NLocBuffer == 0)
+		open_worker_pool(worker_pool_pending);
 }
 
 void
@@ -274,7 +308,7 @@ tb_install_index_build_hooks(void)
 {
 	DefineCustomIntVariable("pg_tempbuf.build_worker_buffers",
 							"Local buffers a parallel worker of a btree build on a temporary table opens (internal).",
-							"The leader's temp_buffers during such a build, 0 otherwise.",
+							"A buffer for each page of the table during such a build, 0 otherwise.",
 							&build_worker_buffers,
 							build_worker_buffers,
 							0, INT_MAX,
@@ -282,6 +316,7 @@ tb_install_index_build_hooks(void)
 							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_NO_RESET_ALL |
 							GUC_DISALLOW_IN_FILE,
 							NULL, assign_build_worker_buffers, NULL);
+	CacheRegisterRelcacheCallback(tb_index_build_worker_reset, (Datum) 0);
 
 	prev_get_relation_info_hook = get_relation_info_hook;
 	get_relation_info_hook = tb_index_build_relation_info;
