@@ -202,9 +202,9 @@ tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 		ereport(DEBUG1,
 				(errmsg_internal("building index \"%s\" on temporary table \"%s\" with request for %d parallel workers",
 								 RelationGetRelationName(index),
-								 RelationGetRelationName(heap), workers),
-				 errdetail_internal("%lld pages of the table written first, for the workers to read.",
-									(long long) written)));
+								 RelationGetRelationName(heap), workers)));
+		elog(DEBUG2, "%lld pages of temporary table \"%s\" written for the workers to read",
+			 (long long) written, RelationGetRelationName(heap));
 	}
 	return btbuild(heap, index, indexInfo);
 }
