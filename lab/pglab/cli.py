@@ -31,6 +31,13 @@
       the table's file (off, flushed first), and an UNLOGGED copy's shared-buffer hit; µs per page from
       EXPLAIN ANALYZE VERBOSE per worker, wall times, and the ratios to the shared hit.
 
+  pglab index-build [--quick] [--rows N,...] [--keys int,text] [--repetitions K] [--workers W]
+                    [--maintenance-work-mem SIZE] [--temp-buffers SIZE] [--table-parallel-workers N]
+                    [--no-unlogged-serial] [--out DIR] [--pg-config P | --dsn DSN] [--checksums | --no-checksums]
+      CREATE INDEX (btree) on a temporary table just written, in one run, interleaved: serial
+      (pg_tempbuf.parallel_index_build = off), pg_tempbuf's parallel build (on), an UNLOGGED copy's parallel
+      build (and serial); medians, workers asked for and launched, the ratios, each index checked.
+
   pglab report [--results DIR] [--out FILE]
       One self-contained HTML page with the latest result of every experiment (section.json files).
 
@@ -55,6 +62,7 @@ from pglab.cluster import Cluster, parse_setting_assignment
 from pglab.errors import LabError
 from pglab.experiments.buffered_plan import command as buffered_plan
 from pglab.experiments.flush_cost import command as flush_cost
+from pglab.experiments.index_build import command as index_build
 from pglab.experiments.overhead import command as overhead
 from pglab.experiments.page_read import command as page_read
 from pglab.experiments.parallel_temp import command as parallel_temp
@@ -76,6 +84,7 @@ COMMANDS = (
     overhead,
     regret,
     page_read,
+    index_build,
     html_report,
 )
 
