@@ -140,6 +140,7 @@ demo-run: install
 	$(PGLAB) temp-shapes --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/temp-shapes
 	$(PGLAB) regret --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/regret
 	$(PGLAB) page-read --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/page-read
+	$(PGLAB) index-build --quick --pg-config "$(PG_CONFIG)" --out $(DEMO_OUT)/index-build
 	if [ -n "$(DEMO_PG15_CONFIG)" ]; then \
 		$(PGLAB) temp-extend --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/temp-extend-pg15 && \
 		$(PGLAB) sequence-cache --quick --pg-config "$(DEMO_PG15_CONFIG)" --out $(DEMO_OUT)/sequence-cache-pg15 && \

@@ -101,6 +101,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                "pglab regret --quick"),
     Experiment("page-read", "A worker's page read: in the leader's pool, from the file, as a shared-buffer hit",
                "pglab page-read --quick"),
+    Experiment("index-build", "CREATE INDEX on a temporary table just written: serial, pg_tempbuf's parallel build, "
+               "an UNLOGGED copy", "pglab index-build --quick"),
 )
 
 
