@@ -1,5 +1,6 @@
-"""pglab index-build: the notices parsed, core's rule, the index check, the summaries, its option errors, and
-tiny runs end to end."""
+"""pglab index-build, the experiment (pg_tempbuf/tests/test_index_build.py tests the build itself, hence this
+file's name): the notices parsed, core's rule, the index check, the summaries, its option errors, and tiny runs end
+to end."""
 
 from __future__ import annotations
 
