@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import pwd
 from collections.abc import Iterator
@@ -51,6 +52,26 @@ def current_setting(conn: psycopg.Connection[Any], name: str) -> str | None:
     """SHOW name, or None when the server has no such setting."""
     row = conn.execute("SELECT current_setting(%s, true)", (name,)).fetchone()
     return None if row is None or row[0] is None else str(row[0])
+
+
+def extension_library_facts(conn: psycopg.Connection[Any], extension: str) -> dict[str, Any]:
+    """The extension's version in this database (None if not created), and its library file's
+    size and time where this machine sees the server's library directory."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s", (extension,)).fetchone()
+    facts: dict[str, Any] = {extension: None if row is None else row[0]}
+    try:
+        row = conn.execute("SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'").fetchone()
+    except psycopg.Error:
+        return facts
+    if row is None:
+        return facts
+    library = Path(str(row[0])) / f"{extension}.so"
+    if library.is_file():
+        stat = library.stat()
+        facts[f"{extension}_library"] = {
+            "path": str(library), "bytes": stat.st_size,
+            "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.UTC).isoformat(timespec="seconds")}
+    return facts
 
 
 def server_facts(conn: psycopg.Connection[Any], extra_settings: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -14,10 +14,8 @@ then DROP TABLE.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -33,7 +31,7 @@ from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
 from pglab.runlog import recorded_run, status_writer
-from pglab.server import TargetServer, current_setting, open_target, server_facts
+from pglab.server import TargetServer, current_setting, extension_library_facts, open_target, server_facts
 
 EXTENSION = "pg_tempbuf"
 BUILD_GUC = "pg_tempbuf.parallel_index_build"
@@ -192,23 +190,6 @@ def measure(run: IndexBuildRun, sessions: dict[Mode, Session], progress: Any, ta
                     progress.advance(task)
 
 
-def library_facts(conn: Conn) -> dict[str, Any]:
-    """The extension's version, and the library file's size and time where this machine sees it."""
-    facts: dict[str, Any] = {
-        "pg_tempbuf": scalar(conn, "SELECT extversion FROM pg_extension WHERE extname = %s", (EXTENSION,))}
-    try:
-        libdir = scalar(conn, "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'")
-    except psycopg.Error:
-        return facts
-    library = Path(str(libdir)) / f"{EXTENSION}.so"
-    if library.is_file():
-        stat = library.stat()
-        facts["pg_tempbuf_library"] = {
-            "path": str(library), "bytes": stat.st_size,
-            "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.UTC).isoformat(timespec="seconds")}
-    return facts
-
-
 def server_sizes(conn: Conn, options: IndexBuildOptions) -> dict[str, int]:
     """What core's rule reads, in its units: min_parallel_table_scan_size in pages, maintenance_work_mem in kB;
     and temp_buffers in bytes."""
@@ -244,7 +225,7 @@ def run_index_build(options: IndexBuildOptions, console: Console) -> IndexBuildR
                                               BUILD_GUC))
             run.server["target"] = target.description
             run.server.update(server_sizes(admin, options))
-            run.server.update(library_facts(admin))
+            run.server.update(extension_library_facts(admin, EXTENSION))
             out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
             run.out_dir = prepare_out_dir(out, options.out_dir is None)
             sessions: dict[Mode, Session] = {}

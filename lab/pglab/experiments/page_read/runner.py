@@ -16,7 +16,6 @@ alternating per round.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
 from pglab.runlog import recorded_run, status_writer
-from pglab.server import TargetServer, current_setting, open_target, server_facts
+from pglab.server import TargetServer, current_setting, extension_library_facts, open_target, server_facts
 
 EXTENSION = "pg_tempbuf"
 POOL_GUC = "pg_tempbuf.shared_pool"
@@ -201,23 +200,6 @@ def timed_count(conn: Conn, mode: Mode, rows: int) -> float:
     return ms
 
 
-def library_facts(conn: Conn) -> dict[str, Any]:
-    """The extension's version, and the library file's size and time where this machine sees it."""
-    facts: dict[str, Any] = {
-        "pg_tempbuf": scalar(conn, "SELECT extversion FROM pg_extension WHERE extname = %s", (EXTENSION,))}
-    try:
-        libdir = scalar(conn, "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'")
-    except psycopg.Error:
-        return facts
-    library = Path(str(libdir)) / f"{EXTENSION}.so"
-    if library.is_file():
-        stat = library.stat()
-        facts["pg_tempbuf_library"] = {
-            "path": str(library), "bytes": stat.st_size,
-            "modified": dt.datetime.fromtimestamp(stat.st_mtime, dt.UTC).isoformat(timespec="seconds")}
-    return facts
-
-
 def load(run: PageReadRun, admin: Conn, sessions: dict[Mode, Conn]) -> None:
     """The UNLOGGED copy (prewarmed), then each temporary table in its own session: the in-place one
     left as the load and VACUUM left it (dirty, in the pool), the file one flushed."""
@@ -377,7 +359,7 @@ def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
                                               "pg_tempbuf.write_page_cost"))
             run.server["target"] = target.description
             run.server["temp_buffers"] = options.temp_buffers
-            run.server.update(library_facts(admin))
+            run.server.update(extension_library_facts(admin, EXTENSION))
             out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
             run.out_dir = prepare_out_dir(out, options.out_dir is None)
             sessions: dict[Mode, Conn] = {}
