@@ -324,3 +324,15 @@ def test_cancel_leaves_no_index(preloaded_cluster: Cluster) -> None:
         assert done.participants == done.requested + 1, done
         if has_extension(conn, "amcheck"):
             conn.execute("SELECT bt_index_check('i', true)")
+
+
+def test_a_table_mostly_dirty_in_a_large_pool_builds_serially(preloaded_cluster: Cluster) -> None:
+    """Writing a whole table first costs more than a worker saves (index_build.c,
+    too_much_to_write()): a table just written into a pool that holds it stays serial; once its
+    pages are written, the same build gets its worker."""
+    with preloaded_cluster.connect(options="-c temp_buffers=256MB") as conn:
+        conn.execute("SET max_parallel_maintenance_workers = 2")
+        conn.execute(BIG_TABLE)
+        assert build(conn, "CREATE INDEX ON t (s)").requested is None
+        conn.execute("SELECT pg_flush_local_buffers()")
+        assert build(conn, "CREATE INDEX ON t (s)").requested == 1
