@@ -177,11 +177,10 @@ workers_would_read_toast(Relation heap, IndexInfo *indexInfo)
 #define DIRTY_PAGES_ALWAYS_WRITTEN	1024
 
 static bool
-too_much_to_write(Relation heap)
+too_much_to_write(Relation heap, BlockNumber blocks)
 {
 	TbRelFileId file = TbRelationFileId(heap);
 	TbLocalBufferCounts counts;
-	BlockNumber blocks = RelationGetNumberOfBlocks(heap);
 
 	tb_count_local_buffers(&file, MAIN_FORKNUM, &counts);
 	if (counts.dirty <= DIRTY_PAGES_ALWAYS_WRITTEN ||
@@ -201,6 +200,7 @@ static IndexBuildResult *
 tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 {
 	bool		asked = build_asked_for == RelationGetRelid(heap);
+	BlockNumber blocks;
 	int			workers;
 
 	build_asked_for = InvalidOid;
@@ -209,8 +209,9 @@ tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 		return btbuild(heap, index, indexInfo);
 
 	workers = build_workers(heap, index);
+	blocks = RelationGetNumberOfBlocks(heap);
 	if (workers > 0 && !workers_would_read_toast(heap, indexInfo) &&
-		!too_much_to_write(heap))
+		!too_much_to_write(heap, blocks))
 	{
 		TbRelFileId file = TbRelationFileId(heap);
 		int64		written = tb_flush_local_buffers(&file, InvalidForkNumber);
@@ -225,7 +226,7 @@ tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 		 * other settings, reverted with the build's by index_build().
 		 */
 		snprintf(buffers, sizeof(buffers), "%u",
-				 Min(RelationGetNumberOfBlocks(heap) + 16, (BlockNumber) INT_MAX));
+				 Min(blocks + 16, (BlockNumber) INT_MAX));
 		(void) set_config_option("pg_tempbuf.build_worker_buffers", buffers,
 								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 								 true, 0, false);
