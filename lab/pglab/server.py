@@ -54,6 +54,30 @@ def current_setting(conn: psycopg.Connection[Any], name: str) -> str | None:
     return None if row is None or row[0] is None else str(row[0])
 
 
+def load_extension(conn: psycopg.Connection[Any], extension: str) -> None:
+    """Create the extension if it is missing and load its library in this session, so that its
+    settings show their defaults (also on a --dsn server that does not preload it)."""
+    conn.execute("SET client_min_messages = warning")
+    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+    conn.execute(f"LOAD '{extension}'")
+
+
+def extension_version(server: dict[str, Any], extension: str) -> str:
+    """The extension's version from extension_library_facts(), and when its library was built
+    (the C code changes under one version)."""
+    library = server.get(f"{extension}_library")
+    built = f" (library built {library.get('modified')})" if isinstance(library, dict) else ""
+    return f"{server.get(extension) or '?'}{built}"
+
+
+def extension_library_note(server: dict[str, Any], extension: str) -> str | None:
+    """A summary note naming the library file measured, where extension_library_facts() found it."""
+    library = server.get(f"{extension}_library")
+    if not isinstance(library, dict):
+        return None
+    return f"{extension} {extension_version(server, extension)}: {library.get('path')}, {library.get('bytes')} bytes."
+
+
 def extension_library_facts(conn: psycopg.Connection[Any], extension: str) -> dict[str, Any]:
     """The extension's version in this database (None if not created), and its library file's
     size and time where this machine sees the server's library directory."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAME = "index-build"
+EXTENSION = "pg_tempbuf"  # the extension measured, whose version and library the results name
 
 DEFAULT_ROWS = (100_000, 1_000_000, 5_000_000)
 QUICK_ROWS = (20_000, 200_000)

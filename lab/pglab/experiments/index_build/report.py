@@ -14,10 +14,11 @@ from rich.console import Console
 from pglab import report_section as rs
 from pglab.experiments.index_build import analysis as an
 from pglab.experiments.index_build.analysis import LABELS, WHAT, IndexBuildRun, Mode
-from pglab.experiments.index_build.options import GOAL_VS_UNLOGGED, NAME
+from pglab.experiments.index_build.options import EXTENSION, GOAL_VS_UNLOGGED, NAME
 from pglab.experiments.index_build.plots import plot_build_times, plot_ratios
 from pglab.jsonio import write_json
 from pglab.run_report import run_section, server_label, summary_opening
+from pglab.server import extension_library_note, extension_version
 
 TITLE = "CREATE INDEX on a temporary table just written: serial, pg_tempbuf's parallel build, an UNLOGGED copy"
 BUILD_PLOT = "build_time.png"
@@ -57,7 +58,8 @@ def raw_row(build: an.Build) -> dict[str, Any]:
 
 def versions(run: IndexBuildRun) -> dict[str, Any]:
     return rs.postgres_versions(str(run.server.get("version")), run.version_num,
-                                postgresql_full=run.server.get("version_full"), pg_tempbuf=library_version(run))
+                                postgresql_full=run.server.get("version_full"),
+                                pg_tempbuf=extension_version(run.server, EXTENSION))
 
 
 def write_raw(run: IndexBuildRun) -> None:
@@ -74,13 +76,6 @@ def write_raw(run: IndexBuildRun) -> None:
         "goal_vs_unlogged": GOAL_VS_UNLOGGED,
         "notes": run.notes,
     })
-
-
-def library_version(run: IndexBuildRun) -> str:
-    """pg_tempbuf's extension version, and when its library was built (the C code changes under one version)."""
-    library = run.server.get("pg_tempbuf_library")
-    built = f" (library built {library.get('modified')})" if isinstance(library, dict) else ""
-    return f"{run.server.get('pg_tempbuf') or '?'}{built}"
 
 
 def expected_workers(run: IndexBuildRun, s: an.ModeSummary) -> int:
@@ -244,9 +239,9 @@ def notes(run: IndexBuildRun, found: list[an.ModeSummary]) -> list[str]:
                    "maintenance_work_mem under 64MB), the parallel modes build serially: they measure the same build.")
     if o.quick:
         out.append("--quick: small tables and few rounds; the figures are noisier than a default run's.")
-    library = run.server.get("pg_tempbuf_library")
-    if isinstance(library, dict):
-        out.append(f"pg_tempbuf {library_version(run)}: {library.get('path')}, {library.get('bytes')} bytes.")
+    library = extension_library_note(run.server, EXTENSION)
+    if library is not None:
+        out.append(library)
     return out + run.notes
 
 
@@ -274,7 +269,7 @@ def report(run: IndexBuildRun, console: Console) -> None:
 
     section = run_section(run, experiment=NAME, title=TITLE, article=expected, ours=ours, tables=tables,
                           plots=plots, raw_data=RAW_FILES, notes=run_notes)
-    section.versions["pg_tempbuf"] = library_version(run)
+    section.versions["pg_tempbuf"] = extension_version(run.server, EXTENSION)
     rs.write_section(out, section)
 
     console.print(console_table(ours, CONSOLE_COLUMNS, f"CREATE INDEX on a table just written, ms ({setup_line(run)}); "

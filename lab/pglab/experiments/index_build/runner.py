@@ -26,14 +26,20 @@ from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
 from pglab.experiments.index_build import analysis as an
 from pglab.experiments.index_build.analysis import KEY_COLUMNS, KEY_EXPRESSIONS, IndexBuildRun, Mode
-from pglab.experiments.index_build.options import NAME, IndexBuildOptions
+from pglab.experiments.index_build.options import EXTENSION, NAME, IndexBuildOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
 from pglab.runlog import recorded_run, status_writer
-from pglab.server import TargetServer, current_setting, extension_library_facts, open_target, server_facts
+from pglab.server import (
+    TargetServer,
+    current_setting,
+    extension_library_facts,
+    load_extension,
+    open_target,
+    server_facts,
+)
 
-EXTENSION = "pg_tempbuf"
 BUILD_GUC = "pg_tempbuf.parallel_index_build"
 SCHEMA = "pglab_index_build"  # the UNLOGGED tables; dropped at the end
 TABLE = "ib_t"  # each session's table: a temporary one, or SCHEMA.ib_<mode>
@@ -216,9 +222,7 @@ def run_index_build(options: IndexBuildOptions, console: Console) -> IndexBuildR
     with open_target(options.pg_config, options.dsn, options.checksums, require_extension=EXTENSION,
                      settings=settings) as target:
         with target.connect() as admin:
-            admin.execute("SET client_min_messages = warning")
-            admin.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
-            admin.execute(f"LOAD '{EXTENSION}'")  # its settings' defaults, also on a --dsn server
+            load_extension(admin, EXTENSION)
             run.server = server_facts(admin, ("shared_buffers", "max_worker_processes", "max_parallel_workers",
                                               "shared_preload_libraries", "min_parallel_table_scan_size",
                                               "parallel_leader_participation", "pg_tempbuf.shared_pool",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAME = "page-read"
+EXTENSION = "pg_tempbuf"  # the extension measured, whose version and library the results name
 
 # One row per page (FILLFACTOR and PAD_BYTES below), so pages = rows.
 DEFAULT_PAGES = 32_768  # 256 MiB

@@ -14,10 +14,11 @@ from rich.console import Console
 from pglab import report_section as rs
 from pglab.experiments.page_read import analysis as an
 from pglab.experiments.page_read.analysis import LABELS, POOL_LABELS, POOLS, WHAT, Mode, PageReadRun, Pool
-from pglab.experiments.page_read.options import NAME, SERIAL_ACCEPTANCE
+from pglab.experiments.page_read.options import EXTENSION, NAME, SERIAL_ACCEPTANCE
 from pglab.experiments.page_read.plots import plot_page_read, plot_serial
 from pglab.jsonio import write_json
 from pglab.run_report import run_section, server_label, summary_opening
+from pglab.server import extension_library_note, extension_version
 
 TITLE = "A worker's page read: in the leader's pool, from the file, as a shared-buffer hit"
 PLOT = "page_read.png"
@@ -263,13 +264,6 @@ def serial_notes(run: PageReadRun) -> list[str]:
     return out
 
 
-def library_version(run: PageReadRun) -> str:
-    """pg_tempbuf's extension version, and when its library was built (the C code changes under one version)."""
-    library = run.server.get("pg_tempbuf_library")
-    built = f" (library built {library.get('modified')})" if isinstance(library, dict) else ""
-    return f"{run.server.get('pg_tempbuf') or '?'}{built}"
-
-
 def notes(run: PageReadRun, found: dict[Mode, an.ModeSummary]) -> list[str]:
     o = run.options
     out = [
@@ -309,9 +303,9 @@ def notes(run: PageReadRun, found: dict[Mode, an.ModeSummary]) -> list[str]:
     if o.quick:
         out.append("--quick: a small table and few rounds; the figures are noisier than a default run's.")
     out += serial_notes(run)
-    library = run.server.get("pg_tempbuf_library")
-    if isinstance(library, dict):
-        out.append(f"pg_tempbuf {library_version(run)}: {library.get('path')}, {library.get('bytes')} bytes.")
+    library = extension_library_note(run.server, EXTENSION)
+    if library is not None:
+        out.append(library)
     return out + run.notes
 
 
@@ -343,7 +337,7 @@ def report(run: PageReadRun, console: Console) -> None:
 
     section = run_section(run, experiment=NAME, title=TITLE, article=expected, ours=ours, tables=tables,
                           plots=plots, raw_data=raw_files(run), notes=run_notes)
-    section.versions["pg_tempbuf"] = library_version(run)
+    section.versions["pg_tempbuf"] = extension_version(run.server, EXTENSION)
     rs.write_section(out, section)
 
     console.print(ours.rich())

@@ -28,14 +28,20 @@ from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
 from pglab.experiments.page_read import analysis as an
 from pglab.experiments.page_read.analysis import POOLS, Mode, PageReadRun, Pool
-from pglab.experiments.page_read.options import FILLFACTOR, NAME, PAD_BYTES, PageReadOptions
+from pglab.experiments.page_read.options import EXTENSION, FILLFACTOR, NAME, PAD_BYTES, PageReadOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
 from pglab.runlog import recorded_run, status_writer
-from pglab.server import TargetServer, current_setting, extension_library_facts, open_target, server_facts
+from pglab.server import (
+    TargetServer,
+    current_setting,
+    extension_library_facts,
+    load_extension,
+    open_target,
+    server_facts,
+)
 
-EXTENSION = "pg_tempbuf"
 POOL_GUC = "pg_tempbuf.shared_pool"
 SCHEMA = "pglab_page_read"  # the UNLOGGED copy; dropped at the end
 TEMP_TABLE = "page_read_t"
@@ -351,9 +357,7 @@ def run_page_read(options: PageReadOptions, console: Console) -> PageReadRun:
     with open_target(options.pg_config, options.dsn, options.checksums, require_extension=EXTENSION,
                      settings=settings) as target:
         with target.connect() as admin:
-            admin.execute("SET client_min_messages = warning")
-            admin.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
-            admin.execute(f"LOAD '{EXTENSION}'")  # its settings' defaults, also on a --dsn server
+            load_extension(admin, EXTENSION)
             run.server = server_facts(admin, ("shared_buffers", "max_worker_processes", "max_parallel_workers",
                                               "shared_preload_libraries", "pg_tempbuf.read_page_cost",
                                               "pg_tempbuf.write_page_cost"))
