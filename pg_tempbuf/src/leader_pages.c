@@ -61,6 +61,19 @@ tb_leader_pages_readable(void)
 }
 
 /*
+ * Leader of a node with no shared state (a full Temp Seq Scan, a
+ * non-partial index or bitmap scan), when the plan runs: may its workers
+ * read every page of the node's relations the pool holds, finding it in
+ * the pool's directory?  Then the directory shows the pool as it is now,
+ * and nothing needs writing: a page not in the pool is in the file.
+ */
+bool
+tb_leader_pages_serve_from_pool(void)
+{
+	return tb_leader_pages_readable() && tb_pool_directory_publish();
+}
+
+/*
  * At the scan's start, in every participant: does this process list pages
  * for workers?  The leader of a plan made for copies, where its pool lives
  * in memory workers can map; otherwise its workers read the files it

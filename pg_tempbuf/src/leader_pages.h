@@ -17,6 +17,7 @@
 
 /* Can workers read this leader's pool now? */
 extern bool tb_leader_pages_readable(void);
+extern bool tb_leader_pages_serve_from_pool(void);
 
 #define TB_LEADER_PAGES_MAX_RELS	10	/* a table, its indexes, its toast */
 

@@ -24,6 +24,7 @@
 #include "compat.h"
 #include "core_copies.h"
 #include "localbuf_access.h"
+#include "shared_pool.h"
 
 static inline bool
 in_scope(BufferDesc *bufHdr, const TbRelFileId *only, ForkNumber fork)
@@ -233,6 +234,104 @@ tb_pool_census(const TbRelFileId *file, TbLocalBufferCounts *main_fork,
 		main_fork->allocated = entry ? entry->main_fork.allocated : 0;
 		main_fork->dirty = entry ? entry->main_fork.dirty : 0;
 	}
+}
+
+/*
+ * The pool's directory (shared_pool.c), written from the pool as the
+ * census last found it: again only when the census is taken again, so a
+ * session whose pool does not change between statements (queries over
+ * tables loaded before) walks its pool once, not at every parallel scan.
+ */
+static uint64 directory_generation = 0;
+
+static void
+write_directory(void)
+{
+	int			capacity;
+	TbPoolRun  *runs = tb_shared_pool_directory_begin(&capacity);
+	TbPoolRun  *run = NULL;
+	int			nruns = 0;
+	int			nbuffers = Min(buffers_maybe_used(), capacity);
+
+	for (int i = 0; i < nbuffers; i++)
+	{
+		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
+
+		if (!(pg_atomic_read_u32(&bufHdr->state) & BM_VALID) ||
+			TbTagForkNum(&bufHdr->tag) != MAIN_FORKNUM)
+			continue;
+		if (run != NULL && run->buf_id + run->nblocks == i &&
+			run->first + run->nblocks == bufHdr->tag.blockNum &&
+			TbTagMatchesFileId(&bufHdr->tag, run->file))
+		{
+			run->nblocks++;
+			continue;
+		}
+		run = &runs[nruns++];
+		memset(run, 0, sizeof(TbPoolRun));
+		run->file = TbTagFileId(&bufHdr->tag);
+		run->first = bufHdr->tag.blockNum;
+		run->buf_id = i;
+		run->nblocks = 1;
+	}
+	tb_shared_pool_directory_end(nruns);
+}
+
+/*
+ * Leader: make the pool's directory show where the pool holds each page
+ * now; false where the pool is private and has none.
+ */
+bool
+tb_pool_directory_publish(void)
+{
+	uint64		generation;
+
+	if (!tb_shared_pool_adopted())
+		return false;
+	generation = tb_pool_census_generation();
+	if (generation != directory_generation)
+	{
+		write_directory();
+		directory_generation = generation;
+	}
+	return true;
+}
+
+/* tb_resident_pages() of a main fork, from the directory. */
+static TbResidentPage *
+resident_pages_by_directory(TbRelFileId file, int *npages)
+{
+	int			nruns;
+	int			count;
+	const TbPoolRun *runs = tb_shared_pool_directory(&nruns);
+	const TbPoolRun *mine = tb_pool_runs_of_file(runs, nruns, file, &count);
+	TbResidentPage *pages;
+	int			total = 0;
+	int			n = 0;
+
+	for (int r = 0; r < count; r++)
+		total += mine[r].nblocks;
+	pages = palloc(sizeof(TbResidentPage) * Max(total, 1));
+	for (int r = 0; r < count; r++)
+	{
+		for (int k = 0; k < mine[r].nblocks; k++)
+		{
+			int			buf_id = mine[r].buf_id + k;
+			BufferDesc *bufHdr = GetLocalBufferDescriptor(buf_id);
+			uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+
+			/* A dropped relation's buffers stay listed until the pool changes. */
+			if (!(buf_state & BM_VALID) || !in_scope(bufHdr, &file, MAIN_FORKNUM))
+				continue;
+			pages[n].blkno = bufHdr->tag.blockNum;
+			pages[n].buf_id = buf_id;
+			pages[n].dirty = (buf_state & BM_DIRTY) != 0;
+			pages[n].pinned = false;
+			n++;
+		}
+	}
+	*npages = n;
+	return pages;
 }
 
 /* Order local buffer ids by relation file, fork, then block. */
@@ -584,9 +683,13 @@ tb_evict_local_buffers(Relation rel)
 TbResidentPage *
 tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 {
-	TbResidentPage *pages = palloc(sizeof(TbResidentPage) * Max(NLocBuffer, 1));
+	TbResidentPage *pages;
 	int			n = 0;
 
+	if (fork == MAIN_FORKNUM && !IsParallelWorker() && tb_pool_directory_publish())
+		return resident_pages_by_directory(file, npages);
+
+	pages = palloc(sizeof(TbResidentPage) * Max(NLocBuffer, 1));
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);

@@ -32,6 +32,7 @@ extern void tb_pool_census(const TbRelFileId *file, TbLocalBufferCounts *main_fo
 extern void tb_pool_census_reset(void);
 extern uint64 tb_pool_census_generation(void);
 extern void tb_pool_census_watch(Oid relid);
+extern bool tb_pool_directory_publish(void);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern bool tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork);
 extern bool tb_file_has_dirty_pages(TbRelFileId file);

@@ -56,7 +56,6 @@
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
 #include "storage/proc.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "compat.h"
@@ -74,6 +73,10 @@ typedef struct PoolHeader
 	int			nbuffers;
 	Size		desc_offset;
 	Size		page_offset;
+	Size		directory_offset;
+	/* the directory: odd while the leader rewrites it (a seqlock) */
+	pg_atomic_uint32 directory_version;
+	int			directory_nruns;
 } PoolHeader;
 
 /* The leader's pool, once adopted; or why it could not be. */
@@ -97,22 +100,8 @@ static struct
 	char	   *base;
 	const BufferDesc *descs;
 	const char *pages;
-	HTAB	   *directory;		/* PoolPage by block, for nodes without a list */
-	List	   *directory_files;	/* the TbRelFileIds it holds the pages of */
+	const TbPoolRun *runs;
 } worker;
-
-/* Where the pool held a relation's block when a worker first looked. */
-typedef struct PoolPageKey
-{
-	TbRelFileId file;
-	BlockNumber blkno;
-} PoolPageKey;
-
-typedef struct PoolPage
-{
-	PoolPageKey key;
-	int			buf_id;
-} PoolPage;
 
 static Size
 desc_offset(void)
@@ -128,9 +117,16 @@ page_offset(int nbuffers)
 }
 
 static Size
-pool_size(int nbuffers)
+directory_offset(int nbuffers)
 {
 	return add_size(page_offset(nbuffers), mul_size(nbuffers, BLCKSZ));
+}
+
+/* A run per buffer at most: a few bytes a page, touched only as used. */
+static Size
+pool_size(int nbuffers)
+{
+	return add_size(directory_offset(nbuffers), mul_size(nbuffers, sizeof(TbPoolRun)));
 }
 
 /* No pin and no I/O in flight: nothing points into a page or a descriptor. */
@@ -317,6 +313,9 @@ tb_shared_pool_adopt(void)
 	header->nbuffers = NLocBuffer;
 	header->desc_offset = desc_offset();
 	header->page_offset = page_offset(NLocBuffer);
+	header->directory_offset = directory_offset(NLocBuffer);
+	pg_atomic_init_u32(&header->directory_version, 0);
+	header->directory_nruns = 0;
 	descs = (BufferDesc *) (leader.base + header->desc_offset);
 	pages = leader.base + header->page_offset;
 
@@ -337,6 +336,13 @@ tb_shared_pool_adopt(void)
 
 	leader.adopted = true;
 	return true;
+}
+
+/* Leader: does the pool live in the mapping?  (No try to move it.) */
+bool
+tb_shared_pool_adopted(void)
+{
+	return leader.adopted;
 }
 
 /*
@@ -436,6 +442,7 @@ map_pool(const char *path, const TbSharedPoolRef *ref)
 	worker.base = base;
 	worker.descs = (const BufferDesc *) (base + header->desc_offset);
 	worker.pages = base + header->page_offset;
+	worker.runs = (const TbPoolRun *) (base + header->directory_offset);
 	worker.attached = true;
 	return 0;
 }
@@ -515,75 +522,160 @@ tb_shared_pool_attach_leader(void)
 #endif
 }
 
-/* Worker: enter the pool's pages of file's main fork in the directory. */
-static void
-enter_file(TbRelFileId file)
+/*
+ * The pool's directory: where each page of a relation's main fork lies,
+ * as runs of consecutive blocks in consecutive buffers (core hands buffers
+ * out in order, so a table read or written in order is one run), sorted by
+ * file and block.  The leader rewrites it when its pool has changed
+ * (localbuf_access.c decides when), and workers look pages up in it: a
+ * binary search, no walk of the descriptors.  It may be older than the
+ * pool, never incomplete for a page only the pool holds: such a page was
+ * read or dirtied before the leader last wrote the directory, and during a
+ * parallel query the leader changes no page but for hint bits; a buffer
+ * given to another page since fails the reader's descriptor check, and the
+ * page is in the file, where its eviction wrote it.
+ */
+
+/* Leader: the runs to rewrite, as many as the pool has buffers. */
+TbPoolRun *
+tb_shared_pool_directory_begin(int *capacity)
 {
-	MemoryContext oldcxt = MemoryContextSwitchTo(TopMemoryContext);
-	TbRelFileId *entered = palloc(sizeof(TbRelFileId));
+	PoolHeader *header = (PoolHeader *) leader.base;
 
-	if (worker.directory == NULL)
+	Assert(leader.adopted);
+	pg_atomic_write_u32(&header->directory_version,
+						pg_atomic_read_u32(&header->directory_version) + 1);
+	pg_write_barrier();
+	*capacity = leader.nbuffers;
+	return (TbPoolRun *) (leader.base + header->directory_offset);
+}
+
+static int
+compare_runs(const void *a, const void *b)
+{
+	const TbPoolRun *ra = a;
+	const TbPoolRun *rb = b;
+	int			cmp = memcmp(&ra->file, &rb->file, sizeof(TbRelFileId));
+
+	if (cmp != 0)
+		return cmp;
+	return (ra->first > rb->first) - (ra->first < rb->first);
+}
+
+/* Leader: the first nruns runs are the directory now. */
+void
+tb_shared_pool_directory_end(int nruns)
+{
+	PoolHeader *header = (PoolHeader *) leader.base;
+	TbPoolRun  *runs = (TbPoolRun *) (leader.base + header->directory_offset);
+
+	Assert(nruns <= leader.nbuffers);
+	qsort(runs, nruns, sizeof(TbPoolRun), compare_runs);
+	header->directory_nruns = nruns;
+	pg_write_barrier();
+	pg_atomic_write_u32(&header->directory_version,
+						pg_atomic_read_u32(&header->directory_version) + 1);
+}
+
+/* The run holding blkno of file among runs[0..nruns-1], or NULL. */
+const TbPoolRun *
+tb_pool_runs_find(const TbPoolRun *runs, int nruns, TbRelFileId file, BlockNumber blkno)
+{
+	int			low = 0;
+	int			high = nruns;
+	TbPoolRun	key;
+
+	memset(&key, 0, sizeof(key));
+	key.file = file;
+	key.first = blkno;
+	/* the first run after the key */
+	while (low < high)
 	{
-		HASHCTL		ctl;
+		int			mid = low + (high - low) / 2;
 
-		ctl.keysize = sizeof(PoolPageKey);
-		ctl.entrysize = sizeof(PoolPage);
-		ctl.hcxt = TopMemoryContext;
-		worker.directory = hash_create("pg_tempbuf leader's pool", 1024, &ctl,
-									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (compare_runs(&runs[mid], &key) <= 0)
+			low = mid + 1;
+		else
+			high = mid;
 	}
-	for (int i = 0; i < worker.ref.nbuffers; i++)
+	if (low == 0)
+		return NULL;
+	runs += low - 1;
+	if (memcmp(&runs->file, &file, sizeof(TbRelFileId)) != 0 ||
+		blkno - runs->first >= (BlockNumber) runs->nblocks)
+		return NULL;
+	return runs;
+}
+
+/* The runs of file among runs[0..nruns-1]: *count of them from the result. */
+const TbPoolRun *
+tb_pool_runs_of_file(const TbPoolRun *runs, int nruns, TbRelFileId file, int *count)
+{
+	int			low = 0;
+	int			high = nruns;
+	int			n = 0;
+
+	/* the first run of file or after it */
+	while (low < high)
 	{
-		BufferDesc	desc = worker.descs[i];
-		PoolPageKey key;
-		PoolPage   *page;
+		int			mid = low + (high - low) / 2;
 
-		if (!(pg_atomic_read_u32(&desc.state) & BM_VALID) ||
-			TbTagForkNum(&desc.tag) != MAIN_FORKNUM ||
-			!TbTagMatchesFileId(&desc.tag, file))
-			continue;
-		memset(&key, 0, sizeof(key));
-		key.file = file;
-		key.blkno = desc.tag.blockNum;
-		page = hash_search(worker.directory, &key, HASH_ENTER, NULL);
-		page->buf_id = i;
+		if (memcmp(&runs[mid].file, &file, sizeof(TbRelFileId)) < 0)
+			low = mid + 1;
+		else
+			high = mid;
 	}
-	*entered = file;
-	worker.directory_files = lappend(worker.directory_files, entered);
-	MemoryContextSwitchTo(oldcxt);
+	while (low + n < nruns && memcmp(&runs[low + n].file, &file, sizeof(TbRelFileId)) == 0)
+		n++;
+	*count = n;
+	return runs + low;
+}
+
+/* Leader: the directory as last written (after the caller made it current). */
+const TbPoolRun *
+tb_shared_pool_directory(int *nruns)
+{
+	PoolHeader *header = (PoolHeader *) leader.base;
+
+	Assert(leader.adopted);
+	*nruns = header->directory_nruns;
+	return (const TbPoolRun *) (leader.base + header->directory_offset);
 }
 
 /*
- * Worker: the buffer that held block blkno of file's main fork when this
- * worker first asked for a page of file, or -1.  A block that was not in
- * the pool then is on disk; one evicted since fails the copy's descriptor
- * check.  Each file's pages are looked up once, in one walk of the
- * descriptors.
+ * Worker: the buffer that holds block blkno of file's main fork by the
+ * pool's directory, or -1: then the page is in the file.  The caller
+ * checks the buffer's descriptor, as the leader may evict it any time.
  */
 int
 tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno)
 {
-	PoolPageKey key;
-	PoolPage   *found;
-	ListCell   *lc;
-	bool		entered = false;
+	const PoolHeader *header = (const PoolHeader *) worker.base;
+	pg_atomic_uint32 *version = unconstify(pg_atomic_uint32 *, &header->directory_version);
 
 	Assert(worker.attached);
-	foreach(lc, worker.directory_files)
+	for (;;)
 	{
-		if (memcmp(lfirst(lc), &file, sizeof(TbRelFileId)) == 0)
+		uint32		before = pg_atomic_read_u32(version);
+
+		if ((before & 1) == 0)
 		{
-			entered = true;
-			break;
+			int			nruns = Min(header->directory_nruns, worker.ref.nbuffers);
+			const TbPoolRun *run;
+			int			buf_id = -1;
+
+			pg_read_barrier();
+			run = tb_pool_runs_find(worker.runs, Max(nruns, 0), file, blkno);
+			if (run != NULL)
+				buf_id = run->buf_id + (int) (blkno - run->first);
+			pg_read_barrier();
+			if (pg_atomic_read_u32(version) == before)
+				return buf_id >= 0 && buf_id < worker.ref.nbuffers ? buf_id : -1;
 		}
+		/* The leader is rewriting it: a walk of its pool, briefly. */
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(50L);
 	}
-	if (!entered)
-		enter_file(file);
-	memset(&key, 0, sizeof(key));
-	key.file = file;
-	key.blkno = blkno;
-	found = hash_search(worker.directory, &key, HASH_FIND, NULL);
-	return found ? found->buf_id : -1;
 }
 
 const BufferDesc *

@@ -23,8 +23,29 @@ typedef struct TbSharedPoolRef
 	int			nbuffers;
 } TbSharedPoolRef;
 
+/*
+ * The pool's directory: blocks first .. first + nblocks - 1 of file's main
+ * fork in buffers buf_id .. buf_id + nblocks - 1.
+ */
+typedef struct TbPoolRun
+{
+	TbRelFileId file;
+	BlockNumber first;
+	int			buf_id;
+	int			nblocks;
+} TbPoolRun;
+
+extern const TbPoolRun *tb_pool_runs_find(const TbPoolRun *runs, int nruns,
+										  TbRelFileId file, BlockNumber blkno);
+extern const TbPoolRun *tb_pool_runs_of_file(const TbPoolRun *runs, int nruns,
+											 TbRelFileId file, int *count);
+
 /* leader */
 extern bool tb_shared_pool_adopt(void);
+extern bool tb_shared_pool_adopted(void);
+extern TbPoolRun *tb_shared_pool_directory_begin(int *capacity);
+extern void tb_shared_pool_directory_end(int nruns);
+extern const TbPoolRun *tb_shared_pool_directory(int *nruns);
 extern const char *tb_shared_pool_unreadable(void);
 extern void tb_shared_pool_describe(TbSharedPoolRef *ref);
 

@@ -378,13 +378,8 @@ bitmap_scan_flush(CustomScanState *node)
 	if (!node->ss.ps.plan->parallel_aware)
 	{
 		CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-		bool		dirty = tb_file_has_dirty_pages(heap_file) || tb_toast_has_dirty_pages(rel);
 
-		/* As a full Temp Seq Scan: where something is dirty (temp_scan.c). */
-		foreach(lc, bs->indexes)
-			dirty = dirty ||
-				tb_file_has_dirty_pages(TbRelationFileId(((BitmapSource *) lfirst(lc))->index));
-		copies = dirty && tb_leader_pages_readable();
+		copies = tb_leader_pages_serve_from_pool();
 		Assert(list_length(cscan->custom_private) == TBP_NUM_MEMBERS);
 		intVal(list_nth(cscan->custom_private, TBP_POOL_READS)) = copies;
 	}

@@ -402,10 +402,7 @@ index_scan_flush(CustomScanState *node)
 	 */
 	if (!node->ss.ps.plan->parallel_aware)
 	{
-		/* As a full Temp Seq Scan: where something is dirty (temp_scan.c). */
-		copies = tb_leader_pages_readable() &&
-			(tb_file_has_dirty_pages(heap_file) || tb_file_has_dirty_pages(index_file) ||
-			 tb_toast_has_dirty_pages(rel));
+		copies = tb_leader_pages_serve_from_pool();
 		mark_pool_reads((CustomScan *) node->ss.ps.plan, copies);
 	}
 	pages = 0;

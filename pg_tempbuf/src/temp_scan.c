@@ -143,26 +143,22 @@ tb_temp_scan_private(bool partial, bool toast_sensitive, int est_dirty_pages,
 
 /*
  * Leader of a full scan, when the executor runs the plan (scan_run.c),
- * before Gather sends the plan to workers: where the table (or the toast
- * relation its rows need) has dirty pages, its workers copy the pages it
- * holds out of its pool where they may, and then nothing is written (of
- * the toast relation neither: the toast reader copies from the pool too).
- * Else the table goes on disk, or is there already: then the workers read
- * the file, which costs them no walk of the pool's descriptors.  The
- * workers learn which from the plan: a full scan has no shared state.
+ * before Gather sends the plan to workers: where its pool serves them,
+ * its workers copy the pages it holds out of it, found in its directory,
+ * and read the others from the file; nothing is written (of the toast
+ * relation neither: the toast reader copies from the pool too).  Else the
+ * table goes on disk.  The workers learn which from the plan: a full scan
+ * has no shared state.
  */
 static int64
 temp_scan_write_full(CustomScanState *node)
 {
 	TempScanState *ts = (TempScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	Relation	rel = node->ss.ss_currentRelation;
 	bool		pool_reads;
 
 	tb_ts_decide_toast(ts);
-	pool_reads = tb_leader_pages_readable() &&
-		(tb_file_has_dirty_pages(TbRelationFileId(rel)) ||
-		 (ts->fetch_toast && tb_toast_has_dirty_pages(rel)));
+	pool_reads = tb_leader_pages_serve_from_pool();
 
 	Assert(list_length(cscan->custom_private) == TSP_NUM_MEMBERS);
 	intVal(list_nth(cscan->custom_private, TSP_POOL_READS)) = pool_reads;

@@ -310,3 +310,59 @@ def test_nested_loop_index_scan_workers_read_the_pool(preloaded_cluster: Any, bi
         assert node["Pages Flushed"] == 0, node
         parallel, serial = both_ways(conn, query)
         assert parallel == serial
+
+
+def zero_files(cluster: Any, conn: psycopg.Connection[Any], *relations: str) -> None:
+    """Overwrite the relations' files with zeros, in place: a page the pool holds clean is then
+    right nowhere but there (a worker that read the file would see empty pages, or no btree)."""
+    for relation in relations:
+        row = conn.execute("SELECT pg_relation_filepath(%s)", (relation,)).fetchone()
+        assert row is not None
+        path = cluster.data_dir / row[0]
+        size = path.stat().st_size
+        assert size > 0, path
+        with open(path, "r+b") as f:
+            f.write(bytes(size))
+
+
+CLEAN_TABLE_READS = {
+    "index": ("SELECT count(*), sum(c.v), max(c.s) FROM pool_big b JOIN clean c ON c.id = b.id * 3 "
+              "WHERE b.k < 50", "Temp Index Scan",
+              ("enable_hashjoin = off", "enable_mergejoin = off", "enable_bitmapscan = off")),
+    "bitmap": ("SELECT count(*), sum(c.v), max(c.s) FROM pool_big b JOIN clean c ON c.id = b.id * 3 "
+               "WHERE b.k < 50", "Temp Bitmap Heap Scan",
+               ("enable_hashjoin = off", "enable_mergejoin = off", "enable_indexscan = off")),
+    "full": ("SELECT count(*), sum(c.v), max(c.s) FROM pool_big b JOIN clean c ON c.v = b.k",
+             "Temp Seq Scan", ("enable_parallel_hash = off",)),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(CLEAN_TABLE_READS))
+def test_clean_table_workers_find_every_page_in_the_pool(preloaded_cluster: Any, big_permanent: Any,
+                                                        shape: str) -> None:
+    """A table written out whole (clean, every page still in the pool), read under Gather by a
+    node with no shared state of its own: its workers find each page the pool holds in the
+    pool's directory and read none of them from the file.  To prove it, the table's and its
+    index's files are overwritten with zeros after the flush; the rows are still the serial
+    plan's, in the first query and the next (the directory then unchanged), and after an
+    UPDATE has moved rows to new pages and dirtied others (the directory then rewritten)."""
+    query, provider, settings = CLEAN_TABLE_READS[shape]
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        force_parallel(conn)
+        for setting in settings:
+            conn.execute(f"SET {setting}")
+        conn.execute("CREATE TEMP TABLE clean (id int PRIMARY KEY, v int, s text)")
+        conn.execute("INSERT INTO clean SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 60000) g")
+        conn.execute("ANALYZE clean")
+        conn.execute("SELECT pg_flush_local_buffers()")
+        serial = both_ways(conn, query)[1]
+        zero_files(preloaded_cluster, conn, "clean", "clean_pkey")
+        for step in ("first", "next", "updated"):
+            if step == "updated":
+                conn.execute("UPDATE clean SET v = v + 1, s = s || 'x' WHERE id % 7 = 0")
+                serial = both_ways(conn, query)[1]
+                zero_files(preloaded_cluster, conn, "clean", "clean_pkey")
+            node = temp_index_scan_under_gather(conn, query, provider)
+            assert not node["Parallel Aware"] and node["Workers Launched"] > 0, (step, node)
+            assert node["Pages Flushed"] == 0, (step, node)
+            assert conn.execute(query).fetchall() == serial, step
