@@ -275,3 +275,69 @@ tb_vm_all_visible(Page vm_page, BlockNumber heap_block)
 
 	return ((map[byte] >> shift) & VISIBILITYMAP_ALL_VISIBLE) != 0;
 }
+
+/*
+ * Derived from heap_deform_tuple(), src/backend/access/common/heaptuple.c
+ * (PostgreSQL 15): the same walk, stopped after the first natts columns,
+ * which is what a heap tuple slot's slot_getsomeattrs() does.  Only
+ * PostgreSQL 15 needs it: there a custom scan's slot is virtual, and core's
+ * function deforms every column.  Later versions give the scan a heap
+ * tuple slot, and call core's.
+ */
+void
+tb_heap_deform_prefix(HeapTuple tuple, TupleDesc desc, int natts,
+					  Datum *values, bool *isnull)
+{
+#if PG_VERSION_NUM < 160000
+	HeapTupleHeader tup = tuple->t_data;
+	bool		hasnulls = HeapTupleHasNulls(tuple);
+	int			present = Min(HeapTupleHeaderGetNatts(tup), natts);
+	char	   *tp = (char *) tup + tup->t_hoff;
+	bits8	   *bp = tup->t_bits;
+	uint32		off = 0;
+	bool		slow = false;	/* attcacheoff no longer usable */
+	int			attnum;
+
+	Assert(natts <= desc->natts);
+	for (attnum = 0; attnum < present; attnum++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attnum);
+
+		if (hasnulls && att_isnull(attnum, bp))
+		{
+			values[attnum] = (Datum) 0;
+			isnull[attnum] = true;
+			slow = true;
+			continue;
+		}
+		isnull[attnum] = false;
+		if (!slow && att->attcacheoff >= 0)
+			off = att->attcacheoff;
+		else if (att->attlen == -1)
+		{
+			if (!slow && off == att_align_nominal(off, att->attalign))
+				att->attcacheoff = off;
+			else
+			{
+				off = att_align_pointer(off, att->attalign, -1, tp + off);
+				slow = true;
+			}
+		}
+		else
+		{
+			off = att_align_nominal(off, att->attalign);
+			if (!slow)
+				att->attcacheoff = off;
+		}
+		values[attnum] = fetchatt(att, tp + off);
+		off = att_addlength_pointer(off, att->attlen, tp + off);
+		if (att->attlen <= 0)
+			slow = true;
+	}
+	/* columns the tuple predates: their missing values, or NULL */
+	for (; attnum < natts; attnum++)
+		values[attnum] = getmissingattr(desc, attnum + 1, &isnull[attnum]);
+#else
+	heap_deform_tuple(tuple, desc, values, isnull);
+#endif
+}

@@ -13,6 +13,7 @@
 #define TB_CORE_COPIES_H
 
 #include "access/htup.h"
+#include "access/tupdesc.h"
 #include "nodes/pathnodes.h"
 #include "storage/buf_internals.h"
 #include "storage/bufpage.h"
@@ -38,5 +39,7 @@ extern bool tb_vm_all_visible(Page vm_page, BlockNumber heap_block);
 extern bool tb_tuple_visible(HeapTupleHeader tuple, Snapshot snapshot,
 							 TbXminVerdict *last_xmin);
 extern void tb_write_local_run(BufferDesc **bufs, int n);
+extern void tb_heap_deform_prefix(HeapTuple tuple, TupleDesc desc, int natts,
+								  Datum *values, bool *isnull);
 
 #endif							/* TB_CORE_COPIES_H */

@@ -22,15 +22,15 @@
  * and pg_tempbuf.verify_reread (read twice, compare) when asked to; a page
  * that fails is read again, and one that keeps failing is an error.
  *
- * On Linux a worker copies the pages the leader holds in local buffers
- * straight out of the leader's memory instead (process_vm_readv(2), which
- * needs what ptrace needs between them: leader_admission.c): no write by
- * the leader, no read call per page, no checksum, and the buffer is the
- * newest image of the page.  The leader pins every buffer it lists, so
- * that no eviction, buffer reuse or prune can change the page during the
- * copy (page_guard.c); the copy still reads the buffer's descriptor before
- * and after the page, and should the tags differ, the page is read from the
- * file, where an eviction wrote it.
+ * On Linux a worker reads the pages the leader holds in its local buffers
+ * instead, in the memfd the leader's pool lives in (shared_pool.c): no
+ * write by the leader, no read call per page, no checksum, and the buffer
+ * is the newest image of the page.  A page the leader listed and pinned is
+ * read in place: no eviction, buffer reuse or prune can change it during
+ * the scan (page_guard.c).  Any other is copied, the buffer's descriptor
+ * read before and after the page, and should the tags differ, the page is
+ * read from the file, where an eviction wrote it.  Nodes with no shared
+ * state to list pages in find them in the pool's directory.
  *
  * The forced races of pg_tempbuf.debug_hazard (temp_scan_hazard.c) pause a
  * read here, in its middle, through tb_mid_read_hook; nothing else of the

@@ -123,7 +123,8 @@ typedef struct TempScanState
 	bool		output_unread;
 	bool		guard_pruning;
 	bool		pool_reads;		/* full, worker: the leader wrote nothing (TSP_POOL_READS) */
-	bool		reads_no_column;	/* neither quals nor parent read a column */
+	/* a virtual scan slot (PostgreSQL 15): the columns read, a prefix */
+	int			deform_natts;	/* 0: neither quals nor parent read one */
 	TbFlushMode plan_flush_mode;
 
 	/* block allocation: shared, or private when running without DSM */

@@ -31,6 +31,7 @@
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 
+#include "core_copies.h"
 #include "temp_scan_int.h"
 #include "toast_reader.h"
 
@@ -39,7 +40,7 @@ static Bitmapset *
 varlena_attrs(TempScanState *ts, List *exprs)
 {
 	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
-	TupleDesc	desc = RelationGetDescr(ts->css.ss.ss_currentRelation);
+	TupleDesc	desc = ts->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	Bitmapset  *attrs = NULL;
 	Bitmapset  *result = NULL;
 	bool		whole_row;
@@ -132,41 +133,52 @@ tb_ts_store_tuple(TempScanState *ts, TupleTableSlot *slot, HeapTuple tuple)
 		ExecStoreHeapTuple(tuple, slot, false);
 	else
 	{
-		int			natts = HeapTupleHeaderGetNatts(tuple->t_data);
+		int			natts = slot->tts_tupleDescriptor->natts;
 
 		ExecClearTuple(slot);
-		if (ts->reads_no_column)
-			memset(slot->tts_isnull, true,
-				   slot->tts_tupleDescriptor->natts * sizeof(bool));
-		else
-		{
-			heap_deform_tuple(tuple, slot->tts_tupleDescriptor,
-							  slot->tts_values, slot->tts_isnull);
-			if (natts < slot->tts_tupleDescriptor->natts)
-				slot_getmissingattrs(slot, natts,
-									 slot->tts_tupleDescriptor->natts);
-		}
+		if (ts->deform_natts > 0)
+			tb_heap_deform_prefix(tuple, slot->tts_tupleDescriptor, ts->deform_natts,
+								  slot->tts_values, slot->tts_isnull);
+		if (ts->deform_natts < natts)
+			memset(slot->tts_isnull + ts->deform_natts, true,
+				   (natts - ts->deform_natts) * sizeof(bool));
 		ExecStoreVirtualTuple(slot);
 	}
 }
 
 /*
- * The virtual slot of PostgreSQL 15 holds every column deformed, where
- * the heap tuple slot deforms only what is read.  When neither the quals
- * nor the parent read any column (count(*)), the row goes up as NULLs and
- * nothing is deformed.
+ * The virtual slot of PostgreSQL 15 holds the columns deformed, where the
+ * heap tuple slot deforms only what is read: deform the columns up to the
+ * last one the quals or the parent read, and leave the rest NULL (no Var
+ * above reads them).  When they read none (count(*)), nothing is deformed.
+ * Measured on TPC-H Q06 (a filter on 4 of lineitem's 16 columns), where
+ * deforming every column took over a third of the scan's time.
  */
 void
 tb_ts_plan_deform(TempScanState *ts)
 {
 	CustomScan *cscan = (CustomScan *) ts->css.ss.ps.plan;
+	TupleDesc	desc = ts->css.ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	Bitmapset  *attrs = NULL;
+	int			member = -1;
+	int			last = 0;
 
 	pull_varattnos((Node *) cscan->scan.plan.qual, cscan->scan.scanrelid, &attrs);
 	if (!ts->output_unread)
 		pull_varattnos((Node *) cscan->scan.plan.targetlist, cscan->scan.scanrelid,
 					   &attrs);
-	ts->reads_no_column = bms_is_empty(attrs);
+	while ((member = bms_next_member(attrs, member)) >= 0)
+	{
+		AttrNumber	attno = member + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno == InvalidAttrNumber)
+		{
+			last = desc->natts; /* the whole row */
+			break;
+		}
+		last = Max(last, attno);
+	}
+	ts->deform_natts = Min(last, desc->natts);
 }
 
 /*

@@ -1,9 +1,10 @@
-"""Workers copying the pages the leader holds out of its memory (process_vm_readv, Linux).
+"""Workers reading the pages the leader holds in its pool of local buffers (a memfd, Linux).
 
-Where the system lets processes of one user read each other, a partial scan's workers copy the
-table's resident pages from the leader's local buffers: the leader writes nothing and the table
-stays dirty.  Elsewhere (Yama ptrace_scope above 1, not Linux) the tests say so and skip;
-test_copy_permissions.py has a system that denies the call, and Yama's scope 1 and 2.
+Where workers may map the leader's pool (shared_pool.c), a scan's workers read the table's
+resident pages there, in place or copied: the leader writes nothing and the table stays dirty.
+A partial scan lists the pages in the query's DSM; a node with no shared state finds them in
+the pool's directory.  Where the pool cannot serve, the tests say so and skip;
+test_pool_permissions.py has systems that deny the old process_vm_readv and restrict ptrace.
 """
 
 from __future__ import annotations
