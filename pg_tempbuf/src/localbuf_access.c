@@ -297,7 +297,26 @@ tb_pool_directory_publish(void)
 	return true;
 }
 
-/* tb_resident_pages() of a main fork, from the directory. */
+/*
+ * Note buffer buf_id in page, if it holds a page of file's fork; how many
+ * it noted (0 or 1).
+ */
+static int
+note_resident(TbResidentPage *page, int buf_id, const TbRelFileId *file, ForkNumber fork)
+{
+	BufferDesc *bufHdr = GetLocalBufferDescriptor(buf_id);
+	uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+
+	if (!(buf_state & BM_VALID) || !in_scope(bufHdr, file, fork))
+		return 0;
+	page->blkno = bufHdr->tag.blockNum;
+	page->buf_id = buf_id;
+	page->dirty = (buf_state & BM_DIRTY) != 0;
+	page->pinned = false;
+	return 1;
+}
+
+/* tb_resident_pages() of a main fork, from the directory, in block order. */
 static TbResidentPage *
 resident_pages_by_directory(TbRelFileId file, int *npages)
 {
@@ -312,24 +331,10 @@ resident_pages_by_directory(TbRelFileId file, int *npages)
 	for (int r = 0; r < count; r++)
 		total += mine[r].nblocks;
 	pages = palloc(sizeof(TbResidentPage) * Max(total, 1));
+	/* A dropped relation's buffers stay listed until the pool changes. */
 	for (int r = 0; r < count; r++)
-	{
 		for (int k = 0; k < mine[r].nblocks; k++)
-		{
-			int			buf_id = mine[r].buf_id + k;
-			BufferDesc *bufHdr = GetLocalBufferDescriptor(buf_id);
-			uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
-
-			/* A dropped relation's buffers stay listed until the pool changes. */
-			if (!(buf_state & BM_VALID) || !in_scope(bufHdr, &file, MAIN_FORKNUM))
-				continue;
-			pages[n].blkno = bufHdr->tag.blockNum;
-			pages[n].buf_id = buf_id;
-			pages[n].dirty = (buf_state & BM_DIRTY) != 0;
-			pages[n].pinned = false;
-			n++;
-		}
-	}
+			n += note_resident(&pages[n], mine[r].buf_id + k, &file, MAIN_FORKNUM);
 	*npages = n;
 	return pages;
 }
@@ -429,22 +434,6 @@ clean_fork_key(const TbRelFileId *file, ForkNumber fork)
 	key.file = *file;
 	key.fork = fork;
 	return key;
-}
-
-/*
- * Does the pool hold a dirty page of file's main fork?  From the census:
- * cheap once taken, and taken again only when the pool changed.
- */
-bool
-tb_file_has_dirty_pages(TbRelFileId file)
-{
-	TbLocalBufferCounts main_fork;
-	TbLocalBufferCounts pool;
-
-	if (tb_fork_known_clean(&file, MAIN_FORKNUM))
-		return false;
-	tb_pool_census(&file, &main_fork, &pool);
-	return main_fork.dirty > 0;
 }
 
 bool
@@ -691,19 +680,7 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 
 	pages = palloc(sizeof(TbResidentPage) * Max(NLocBuffer, 1));
 	for (int i = 0; i < NLocBuffer; i++)
-	{
-		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
-
-		if ((buf_state & BM_VALID) && in_scope(bufHdr, &file, fork))
-		{
-			pages[n].blkno = bufHdr->tag.blockNum;
-			pages[n].buf_id = i;
-			pages[n].dirty = (buf_state & BM_DIRTY) != 0;
-			pages[n].pinned = false;
-			n++;
-		}
-	}
+		n += note_resident(&pages[n], i, &file, fork);
 	qsort(pages, n, sizeof(TbResidentPage), compare_resident_pages);
 	*npages = n;
 	return pages;

@@ -35,7 +35,6 @@ extern void tb_pool_census_watch(Oid relid);
 extern bool tb_pool_directory_publish(void);
 extern int64 tb_flush_local_buffers(const TbRelFileId *only, ForkNumber fork);
 extern bool tb_fork_known_clean(const TbRelFileId *file, ForkNumber fork);
-extern bool tb_file_has_dirty_pages(TbRelFileId file);
 extern int64 tb_evict_local_buffers(Relation rel);
 extern void tb_open_worker_local_buffers(void);
 

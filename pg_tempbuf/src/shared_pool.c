@@ -578,8 +578,8 @@ tb_shared_pool_directory_end(int nruns)
 }
 
 /* The run holding blkno of file among runs[0..nruns-1], or NULL. */
-const TbPoolRun *
-tb_pool_runs_find(const TbPoolRun *runs, int nruns, TbRelFileId file, BlockNumber blkno)
+static const TbPoolRun *
+find_run(const TbPoolRun *runs, int nruns, TbRelFileId file, BlockNumber blkno)
 {
 	int			low = 0;
 	int			high = nruns;
@@ -665,7 +665,7 @@ tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno)
 			int			buf_id = -1;
 
 			pg_read_barrier();
-			run = tb_pool_runs_find(worker.runs, Max(nruns, 0), file, blkno);
+			run = find_run(worker.runs, Max(nruns, 0), file, blkno);
 			if (run != NULL)
 				buf_id = run->buf_id + (int) (blkno - run->first);
 			pg_read_barrier();

@@ -35,8 +35,6 @@ typedef struct TbPoolRun
 	int			nblocks;
 } TbPoolRun;
 
-extern const TbPoolRun *tb_pool_runs_find(const TbPoolRun *runs, int nruns,
-										  TbRelFileId file, BlockNumber blkno);
 extern const TbPoolRun *tb_pool_runs_of_file(const TbPoolRun *runs, int nruns,
 											 TbRelFileId file, int *count);
 

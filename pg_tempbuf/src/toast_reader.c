@@ -323,18 +323,6 @@ tb_toast_relations_close(Relation *rels, int nrels)
 		table_close(rels[0], AccessShareLock);
 }
 
-/* Leader: has rel's toast relation a dirty page in local buffers? */
-bool
-tb_toast_has_dirty_pages(Relation rel)
-{
-	int			dirty;
-	bool		has_data;
-	bool		known_clean;
-
-	tb_toast_price(rel, &dirty, &has_data, &known_clean);
-	return dirty > 0;
-}
-
 /* Leader: write the dirty pages tb_toast_price() counts. */
 int64
 tb_toast_flush(Relation rel)

@@ -18,7 +18,6 @@ extern void tb_toast_price(Relation rel, int *dirty_pages, bool *has_data,
 						   bool *known_clean);
 extern int	tb_toast_relations_open(Relation rel, Relation *rels);
 extern void tb_toast_relations_close(Relation *rels, int nrels);
-extern bool tb_toast_has_dirty_pages(Relation rel);
 extern int64 tb_toast_flush(Relation rel);
 extern bool tb_toast_guard(Relation rel, TbPinSet *pins, char *scratch);
 extern TbToastReader *tb_toast_reader_open(Relation rel, uint64 *pages,
