@@ -34,7 +34,7 @@ typedef enum TbDebugHazard
 	TB_HAZARD_WRITE_DURING_READ,	/* leader writes a dirty page a worker reads */
 	TB_HAZARD_REFILL_DURING_COPY,	/* the copied buffer holds another page meanwhile */
 	TB_HAZARD_HANDSHAKE_STALL,	/* workers refuse copies while the leader stalls */
-	TB_HAZARD_EVICT_DURING_BATCH,	/* a buffer of a worker's batch goes to another block */
+	TB_HAZARD_EVICT_DURING_BATCH,	/* a buffer a worker reads goes to another block */
 	TB_HAZARD_LIST_OVERFLOW,	/* the list of the leader's pages has half the room */
 	TB_HAZARD_SLOW_WRITES		/* each write run of the flush takes 100 ms more */
 } TbDebugHazard;

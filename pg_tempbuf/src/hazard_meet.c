@@ -4,7 +4,7 @@
  *	  pg_tempbuf.debug_hazard: where a worker paused in the middle of a
  *	  page and the leader that changes the page meet, for every scan node
  *	  of ours: the worker's side (tb_mid_read_hook), and the leader's for
- *	  the index and bitmap scans' file reads and copies.  The Temp Seq
+ *	  the index and bitmap scans' file reads, copies and peeks.  The Temp Seq
  *	  Scan's own races are in temp_scan_hazard.c.
  *
  * A worker pauses in the middle of reading a page (tb_mid_read_hook) while
@@ -25,6 +25,7 @@
 #include "guc.h"
 #include "hazard_meet.h"
 #include "page_guard.h"
+#include "page_source.h"
 
 void
 tb_hazard_meet_init(TbHazardMeet *meet)
@@ -123,6 +124,33 @@ tb_hazard_write_if_dirty(Buffer buffer)
 		tb_write_local_run(&desc, 1);
 }
 
+/*
+ * Leader, pg_tempbuf.debug_hazard evict_during_batch: buffer (block blkno
+ * of rel, pinned once, by the caller) is evicted, written first if dirty,
+ * and given to the next block, as a read of that block would, while a
+ * worker is between its look at the descriptor and its read of the page;
+ * put back once it has read.  Nothing happens to a buffer pinned more
+ * than once: the buffer manager would not evict it either.
+ */
+void
+tb_hazard_give_buffer_away(TbHazardMeet *meet, Relation rel, Buffer buffer,
+						   BlockNumber blkno)
+{
+	BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
+	BufferTag	tag = desc->tag;
+
+	if (LocalRefCount[-buffer - 1] > 1)
+		return;
+	tb_hazard_write_if_dirty(buffer);
+	desc->tag.blockNum = (blkno + 1) % RelationGetNumberOfBlocks(rel);
+	tb_page_source_read_image(rel, MAIN_FORKNUM, desc->tag.blockNum,
+							  BufferGetPage(buffer));
+	pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
+	(void) tb_hazard_wait_for_phase(meet, HAZARD_READ, 10000000L);
+	tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
+	desc->tag = tag;
+}
+
 /* The leader has changed the page: say so, and let the worker read on. */
 void
 tb_hazard_served(TbHazardMeet *meet, Relation rel, BlockNumber blkno)
@@ -136,12 +164,13 @@ tb_hazard_served(TbHazardMeet *meet, Relation rel, BlockNumber blkno)
 
 /*
  * Leader, pg_tempbuf.debug_hazard prune_during_read or write_during_read,
- * for every scan whose worker reads the file, and prune_during_copy for
- * an index or bitmap scan whose worker copies the page out of the
- * leader's pool: wait a little for a worker to pause in the middle of a
- * page of rel, and prune it and write it back, write it back, or prune it,
- * as code running in the leader (a function above Gather) and an eviction
- * could.
+ * for every scan whose worker reads the file, prune_during_copy for an
+ * index or bitmap scan whose worker copies the page out of the leader's
+ * pool, and evict_during_batch for an index scan's worker that peeks at a
+ * heap page there: wait a little for a worker to pause in the middle of a
+ * page of rel, and prune it and write it back, write it back, prune it, or
+ * give its buffer to another page, as code running in the leader (a
+ * function above Gather) and an eviction could.
  */
 void
 tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
@@ -151,15 +180,19 @@ tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
 
 	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_READ &&
 		tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ &&
-		tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY)
+		tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY &&
+		tb_debug_hazard != TB_HAZARD_EVICT_DURING_BATCH)
 		return;
 	if (!tb_hazard_wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
 		return;
 	blkno = meet->block;
 	buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, NULL);
-	if (tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
+	if (tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH)
+		tb_hazard_give_buffer_away(meet, rel, buffer, blkno);
+	else if (tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
 		heap_page_prune_opt(rel, buffer);
-	if (tb_debug_hazard != TB_HAZARD_PRUNE_DURING_COPY)
+	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_READ ||
+		tb_debug_hazard == TB_HAZARD_WRITE_DURING_READ)
 		tb_hazard_write_if_dirty(buffer);
 	ReleaseBuffer(buffer);
 	tb_hazard_served(meet, rel, blkno);

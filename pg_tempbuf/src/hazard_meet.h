@@ -37,6 +37,8 @@ extern void tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel);
 extern bool tb_hazard_wait_for_phase(TbHazardMeet *meet, uint32 phase,
 									 long timeout_us);
 extern void tb_hazard_write_if_dirty(Buffer buffer);
+extern void tb_hazard_give_buffer_away(TbHazardMeet *meet, Relation rel,
+									   Buffer buffer, BlockNumber blkno);
 extern void tb_hazard_served(TbHazardMeet *meet, Relation rel, BlockNumber blkno);
 
 #endif							/* TB_HAZARD_MEET_H */

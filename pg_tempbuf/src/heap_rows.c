@@ -16,6 +16,7 @@
 #include "access/detoast.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "access/sysattr.h"
 #include "executor/executor.h"
 #include "nodes/extensible.h"
@@ -27,6 +28,7 @@
 #include "compat.h"
 #include "core_copies.h"
 #include "heap_rows.h"
+#include "page_source.h"
 #include "toast_reader.h"
 #include TB_EXPLAIN_FORMAT_HEADER
 
@@ -49,6 +51,8 @@ tb_heap_rows_init(TbHeapRows *rows, ScanState *ss, const char *node_name,
 		plan_deform(rows, ss);
 	rows->values = palloc(sizeof(Datum) * natts);
 	rows->isnull = palloc(sizeof(bool) * natts);
+	if (IsParallelWorker())
+		rows->member = palloc(BLCKSZ);
 }
 
 void
@@ -59,72 +63,136 @@ tb_heap_rows_end(TbHeapRows *rows)
 	rows->toast = NULL;
 }
 
-/* The tuple at offnum of page, into rows->tuple. */
+/* The tuple data (on the page, or copied out of it), into rows->tuple. */
 static void
-set_tuple(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
-		  OffsetNumber offnum)
+set_tuple(TbHeapRows *rows, Relation rel, HeapTupleHeader data, uint32 len,
+		  BlockNumber blkno, OffsetNumber offnum)
 {
-	ItemId		lp = PageGetItemId(page, offnum);
-
-	rows->tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-	rows->tuple.t_len = ItemIdGetLength(lp);
+	rows->tuple.t_data = data;
+	rows->tuple.t_len = len;
 	ItemPointerSet(&rows->tuple.t_self, blkno, offnum);
 	rows->tuple.t_tableOid = RelationGetRelid(rel);
 }
 
 /*
+ * The last line pointer a read may look at.  On a page peeked at in the
+ * leader's pool, pd_lower may be another page's, or half of one: never
+ * past the line pointers a heap page can have.
+ */
+static OffsetNumber
+max_offset(const char *page)
+{
+	return Min(PageGetMaxOffsetNumber(unconstify(char *, page)), MaxHeapTuplesPerPage);
+}
+
+/*
+ * The tuple lp points to: on the page, or, on a page peeked at (peek),
+ * copied into rows->member and looked at only once the buffer is known to
+ * have held the page throughout; NULL when it did not, or lp points off
+ * the page (half of another page's).  A visibility check of a torn tuple
+ * could look up a transaction that never was.
+ */
+static HeapTupleHeader
+chain_member(TbHeapRows *rows, Relation rel, const char *page, const ItemIdData *lp,
+			 TbPeek *peek)
+{
+	Size		offset = ItemIdGetOffset(lp);
+	Size		length = ItemIdGetLength(lp);
+
+	if (peek == NULL)
+		return (HeapTupleHeader) unconstify(char *, page + offset);
+	if (length < SizeofHeapTupleHeader || offset + length > BLCKSZ)
+		return NULL;
+	memcpy(rows->member, page + offset, length);
+	return tb_page_source_peek_held(rel, peek) ? (HeapTupleHeader) rows->member : NULL;
+}
+
+/* No visible member: sure on a stable page, on a peeked one if it held. */
+static TbHotResult
+no_member(Relation rel, TbPeek *peek)
+{
+	return peek == NULL || tb_page_source_peek_held(rel, peek) ?
+		TB_HOT_MISSING : TB_HOT_MOVED;
+}
+
+/*
  * The visible member of the HOT chain that starts at offnum of page (block
  * blkno), into rows->tuple.  Derived from heap_hot_search_buffer() in
- * src/backend/access/heap/heapam.c (PostgreSQL 18): on a private copy,
- * with tb_tuple_visible() (no hint bits), for an MVCC snapshot (one member
- * at most is visible), without the all-dead bookkeeping that only serves
- * to mark index entries dead.
+ * src/backend/access/heap/heapam.c (PostgreSQL 18): on a private copy or a
+ * page peeked at in the leader's pool (peek, see chain_member()), with
+ * tb_tuple_visible() (no hint bits), for an MVCC snapshot (one member at
+ * most is visible), without the all-dead bookkeeping that only serves to
+ * mark index entries dead.
  */
-bool
-tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
-				   OffsetNumber offnum, Snapshot snapshot)
+static TbHotResult
+hot_search(TbHeapRows *rows, Relation rel, const char *page, BlockNumber blkno,
+		   OffsetNumber offnum, Snapshot snapshot, TbPeek *peek)
 {
 	TransactionId prev_xmax = InvalidTransactionId;
 	bool		at_chain_start = true;
 
 	for (;;)
 	{
-		ItemId		lp;
+		ItemIdData	lp;
 		HeapTupleHeader tuple;
 
-		if (offnum < FirstOffsetNumber || offnum > PageGetMaxOffsetNumber(page))
-			return false;
-		lp = PageGetItemId(page, offnum);
-		if (!ItemIdIsNormal(lp))
+		if (offnum < FirstOffsetNumber || offnum > max_offset(page))
+			return no_member(rel, peek);
+		lp = *PageGetItemId(unconstify(char *, page), offnum);
+		if (!ItemIdIsNormal(&lp))
 		{
 			/* A redirect may start the chain, where pruning left one. */
-			if (ItemIdIsRedirected(lp) && at_chain_start)
+			if (ItemIdIsRedirected(&lp) && at_chain_start)
 			{
-				offnum = ItemIdGetRedirect(lp);
+				offnum = ItemIdGetRedirect(&lp);
 				at_chain_start = false;
 				continue;
 			}
-			return false;
+			return no_member(rel, peek);
 		}
-		tuple = (HeapTupleHeader) PageGetItem(page, lp);
+		tuple = chain_member(rows, rel, page, &lp, peek);
+		if (tuple == NULL)
+			return TB_HOT_MOVED;
 		if (at_chain_start && HeapTupleHeaderIsHeapOnly(tuple))
-			return false;
+			return TB_HOT_MISSING;
 		if (TransactionIdIsValid(prev_xmax) &&
 			!TransactionIdEquals(prev_xmax, HeapTupleHeaderGetXmin(tuple)))
-			return false;
+			return TB_HOT_MISSING;
 
 		if (tb_tuple_visible(tuple, snapshot, &rows->last_xmin))
 		{
-			set_tuple(rows, rel, page, blkno, offnum);
-			return true;
+			set_tuple(rows, rel, tuple, ItemIdGetLength(&lp), blkno, offnum);
+			return TB_HOT_FOUND;
 		}
 		if (!HeapTupleHeaderIsHotUpdated(tuple))
-			return false;
+			return TB_HOT_MISSING;
 		Assert(ItemPointerGetBlockNumber(&tuple->t_ctid) == blkno);
 		offnum = ItemPointerGetOffsetNumber(&tuple->t_ctid);
 		at_chain_start = false;
 		prev_xmax = HeapTupleHeaderGetUpdateXid(tuple);
 	}
+}
+
+/* The visible member of a chain on a page that stays as it is. */
+bool
+tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
+				   OffsetNumber offnum, Snapshot snapshot)
+{
+	return hot_search(rows, rel, page, blkno, offnum, snapshot, NULL) == TB_HOT_FOUND;
+}
+
+/*
+ * The same on a page a worker peeked at in the leader's pool
+ * (tb_page_source_peek()): TB_HOT_MOVED when the buffer did not hold the
+ * page throughout, and the page must be read again as a copy or from the
+ * file.
+ */
+TbHotResult
+tb_heap_hot_search_peeked(TbHeapRows *rows, Relation rel, const char *page,
+						  BlockNumber blkno, OffsetNumber offnum, Snapshot snapshot,
+						  TbPeek *peek)
+{
+	return hot_search(rows, rel, page, blkno, offnum, snapshot, peek);
 }
 
 /*
@@ -144,7 +212,8 @@ tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page, BlockNumber blkno,
 		!tb_tuple_visible((HeapTupleHeader) PageGetItem(page, lp), snapshot,
 						  &rows->last_xmin))
 		return false;
-	set_tuple(rows, rel, page, blkno, offnum);
+	set_tuple(rows, rel, (HeapTupleHeader) PageGetItem(page, lp), ItemIdGetLength(lp),
+			  blkno, offnum);
 	return true;
 }
 

@@ -18,6 +18,7 @@
 #include "toast_reader.h"
 
 struct ExplainState;
+struct TbPeek;
 
 typedef struct TbHeapRows
 {
@@ -31,13 +32,26 @@ typedef struct TbHeapRows
 	bool	   *isnull;
 	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
 	int			deform_natts;
+	char	   *member;			/* worker: a row copied out of a page peeked at */
 } TbHeapRows;
+
+/* A row looked up on a page peeked at in the leader's pool. */
+typedef enum TbHotResult
+{
+	TB_HOT_MISSING,				/* no visible member */
+	TB_HOT_FOUND,				/* in rows->tuple */
+	TB_HOT_MOVED				/* the buffer gave the page up: read it again */
+} TbHotResult;
 
 extern void tb_heap_rows_init(TbHeapRows *rows, ScanState *ss,
 							  const char *node_name, bool stores_rows);
 extern bool tb_heap_hot_search(TbHeapRows *rows, Relation rel, Page page,
 							   BlockNumber blkno, OffsetNumber offnum,
 							   Snapshot snapshot);
+extern TbHotResult tb_heap_hot_search_peeked(TbHeapRows *rows, Relation rel,
+											 const char *page, BlockNumber blkno,
+											 OffsetNumber offnum, Snapshot snapshot,
+											 struct TbPeek *peek);
 extern bool tb_heap_tuple_at(TbHeapRows *rows, Relation rel, Page page,
 							 BlockNumber blkno, OffsetNumber offnum,
 							 Snapshot snapshot);

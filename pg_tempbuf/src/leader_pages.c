@@ -141,7 +141,9 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 	list->nrels = set->nrels;
 	/*
 	 * Once per scan: a rescan shares the same pages, still pinned.  Under
-	 * pg_tempbuf.debug_unprotected none is pinned, and workers copy each.
+	 * pg_tempbuf.debug_unprotected none is pinned, and workers copy each;
+	 * nor under debug_hazard evict_during_batch, whose race is with a
+	 * worker peeking at an unpinned page (page_source.c).
 	 */
 	if (set->pins.buffers == NULL && set->pins.npinned == 0)
 		tb_pinset_init(&set->pins, CurrentMemoryContext);
@@ -153,7 +155,8 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 		{
 			TbResidentPage *page = &set->resident[i][j];
 
-			if (!page->pinned && !tb_debug_unprotected)
+			if (!page->pinned && !tb_debug_unprotected &&
+				tb_debug_hazard != TB_HAZARD_EVICT_DURING_BATCH)
 				page->pinned = tb_pinset_add(&set->pins, page->buf_id);
 			to->blkno = page->blkno;
 			to->buf_id = page->buf_id;

@@ -30,7 +30,10 @@
  * the scan (page_guard.c).  Any other is copied, the buffer's descriptor
  * read before and after the page, and should the tags differ, the page is
  * read from the file, where an eviction wrote it.  Nodes with no shared
- * state to list pages in find them in the pool's directory.
+ * state to list pages in find them in the pool's directory.  A reader that
+ * takes little of a page it may not keep (an index scan's heap fetch)
+ * peeks at it in place instead, and copies out only what it takes, checked
+ * as a copy is.
  *
  * The forced races of pg_tempbuf.debug_hazard (temp_scan_hazard.c) pause a
  * read here, in its middle, through tb_mid_read_hook; nothing else of the
@@ -82,6 +85,9 @@ static bool compare_leader_copies = false;
 /* Worker: pages the leader's pool holds come from there (see below). */
 static bool read_leader_pool = false;
 
+/* Worker: the leader may prune a page while it is read (see below). */
+static bool leader_may_prune = false;
+
 /*
  * Worker of an index or bitmap scan under code the leader runs that may
  * read the table (a function above Gather): that code may prune a heap
@@ -95,6 +101,8 @@ void
 tb_page_source_guard_file_reads(void)
 {
 	Assert(IsParallelWorker());
+	/* A prune leaves the descriptor as it was: no page is peeked at. */
+	leader_may_prune = true;
 	if (tb_debug_unprotected)
 		return;
 	if (!DataChecksumsEnabled())
@@ -491,6 +499,80 @@ pinned_leader_page(Relation rel, const PageKey *key)
 		return NULL;
 	page = listed_page(key, true);
 	return page != NULL ? tb_page_source_leader_page(rel, page) : NULL;
+}
+
+/*
+ * Worker: block blkno of rel where it lies in the leader's pool, to read in
+ * place although the leader has not pinned it (a page the directory or an
+ * unpinned entry of a scan's list names); NULL where a copy or the file
+ * must serve: no such page, a pinned one (tb_page_source_get() reads it in
+ * place), or a page the leader may prune, which changes no descriptor
+ * (tb_page_source_guard_file_reads()).  The leader may evict the page and
+ * read another into its buffer at any moment: the reader copies out what it
+ * takes, bounds checked, and looks at the copy only once
+ * tb_page_source_peek_held() says the buffer held the page throughout, as
+ * a copy of the whole page checks the descriptor before and after.  A
+ * heap fetch of an index scan takes a row of ~100 bytes out of the page:
+ * an 8 kB copy into the cache, and the faults of touching all of it in the
+ * mapping and in the slot, cost it more than the rest of the fetch.
+ */
+const char *
+tb_page_source_peek(TbPageSource *src, Relation rel, BlockNumber blkno, TbPeek *peek)
+{
+	PageKey		key;
+	const TbLeaderPage *listed;
+	TbRelFileId file = TbRelationFileId(rel);
+
+	if (src->from_buffers || leader_may_prune)
+		return NULL;
+	memset(&key, 0, sizeof(key));
+	key.relid = RelationGetRelid(rel);
+	key.blkno = blkno;
+	listed = listed_page(&key, false);
+	if (listed != NULL)
+	{
+		if (listed->pinned)
+			return NULL;
+		peek->buf_id = listed->buf_id;
+	}
+	else if (read_leader_pool)
+		peek->buf_id = tb_shared_pool_lookup(file, blkno);
+	else
+		return NULL;
+	if (peek->buf_id < 0 ||
+		!holds_block(tb_shared_pool_desc(peek->buf_id), file, blkno))
+		return NULL;
+	peek->relid = key.relid;
+	peek->blkno = blkno;
+	pg_read_barrier();
+	/* pg_tempbuf.debug_hazard evict_during_batch gives the buffer away here. */
+	peek->paused = tb_mid_read_hook != NULL &&
+		tb_mid_read_hook(blkno, NULL, true, false, tb_mid_read_arg);
+	src->reads++;
+	return tb_shared_pool_page(peek->buf_id);
+}
+
+/*
+ * Worker: did the buffer of a peeked page still hold it after the reads so
+ * far?  Then what they copied is the page's, as the leader has it.
+ */
+bool
+tb_page_source_peek_held(Relation rel, TbPeek *peek)
+{
+	bool		held;
+
+	Assert(peek->relid == RelationGetRelid(rel));
+	pg_read_barrier();
+	held = tb_debug_unprotected ||
+		holds_block(tb_shared_pool_desc(peek->buf_id), TbRelationFileId(rel),
+					peek->blkno);
+	if (peek->paused)
+	{
+		/* Checked while the leader still holds the buffer given away. */
+		peek->paused = false;
+		tb_mid_read_hook(peek->blkno, NULL, true, true, tb_mid_read_arg);
+	}
+	return held;
 }
 
 /* Let go of what a reference pins or holds. */

@@ -50,6 +50,23 @@ extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
 									   uint64 *rereads);
 
 /*
+ * Worker: a page read in place in the leader's pool without a pin, which
+ * the leader may evict meanwhile: the reader copies what it takes, then
+ * asks whether the buffer held the page all along.
+ */
+typedef struct TbPeek
+{
+	Oid			relid;
+	BlockNumber blkno;
+	int			buf_id;
+	bool		paused;			/* pg_tempbuf.debug_hazard */
+} TbPeek;
+
+extern const char *tb_page_source_peek(TbPageSource *src, Relation rel,
+									   BlockNumber blkno, TbPeek *peek);
+extern bool tb_page_source_peek_held(Relation rel, TbPeek *peek);
+
+/*
  * pg_tempbuf.debug_hazard: a reader that has read the first half of block
  * blkno (page, from the leader's memory or the file) calls this hook; when
  * it returns true the reader reads the second half as it is now, then calls

@@ -417,16 +417,32 @@ index_scan_flush(CustomScanState *node)
 	return pages;
 }
 
-/* The index entry's row, through the page source. */
+/*
+ * The index entry's row, through the page source: in a worker, peeked at
+ * in the leader's pool where it lies there unpinned, and read again should
+ * the leader have given the buffer to another page meanwhile.
+ */
 static bool
 fetch_heap_tuple(TempIndexScanState *is, ItemPointer tid, Snapshot snapshot)
 {
 	Relation	rel = is->css.ss.ss_currentRelation;
 	BlockNumber blkno = ItemPointerGetBlockNumber(tid);
+	OffsetNumber offnum = ItemPointerGetOffsetNumber(tid);
+	TbPeek		peek;
+	const char *peeked;
 
 	is->heap_fetches++;
+	peeked = tb_page_source_peek(is->pages, rel, blkno, &peek);
+	if (peeked != NULL)
+	{
+		TbHotResult found = tb_heap_hot_search_peeked(&is->rows, rel, peeked, blkno,
+													  offnum, snapshot, &peek);
+
+		if (found != TB_HOT_MOVED)
+			return found == TB_HOT_FOUND;
+	}
 	return tb_heap_hot_search(&is->rows, rel, tb_page_source_get(is->pages, rel, blkno),
-							  blkno, ItemPointerGetOffsetNumber(tid), snapshot);
+							  blkno, offnum, snapshot);
 }
 
 /*

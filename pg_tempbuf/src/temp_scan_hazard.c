@@ -127,28 +127,7 @@ tb_ts_serve_hazard(TempScanState *ts)
 			pg_atomic_exchange_u32(&meet->phase, HAZARD_RESTORED);
 			break;
 		case TB_HAZARD_EVICT_DURING_BATCH:
-			{
-				BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
-				BufferTag	tag = desc->tag;
-
-				if (LocalRefCount[-buffer - 1] > 1)
-					break;
-
-				/*
-				 * Evicted (written first, being dirty) and given to another
-				 * block, as a read of that block would, while the worker is
-				 * between the batch's two looks at the descriptors; put back
-				 * once it has read the pages.
-				 */
-				tb_hazard_write_if_dirty(buffer);
-				desc->tag.blockNum = (blkno + 1) % ts->nblocks;
-				tb_page_source_read_image(rel, MAIN_FORKNUM, desc->tag.blockNum,
-										  BufferGetPage(buffer));
-				pg_atomic_exchange_u32(&meet->phase, HAZARD_CHANGED);
-				(void) tb_hazard_wait_for_phase(meet, HAZARD_READ, 10000000L);
-				tb_page_source_read_image(rel, MAIN_FORKNUM, blkno, BufferGetPage(buffer));
-				desc->tag = tag;
-			}
+			tb_hazard_give_buffer_away(meet, rel, buffer, blkno);
 			break;
 		default:
 			break;

@@ -19,7 +19,8 @@ The hazards, and the guard each one meets (see page_guard.c):
   cannot map its pool: the order of those reads;
 - a buffer a worker reads in place goes to another block between its look at the
   descriptor and its read of the tuples (evict_during_batch, named for the copies of old):
-  the pin;
+  the pin; for an index scan's worker that peeks at an unpinned heap page, the descriptor
+  read again after it copied the row;
 - the list of the leader's pages has less room than the pages it would list (a table grown
   since the segment was sized, which a read-only statement cannot do): no copies at all;
 - a portal is bound, the table changes, then the portal runs: the full scan flushes when
@@ -162,6 +163,27 @@ def test_prune_during_index_scan_copy(preloaded_cluster: Cluster, protected: boo
     Guarded, the worker's second copy differs and it copies again (checksums or not: a page
     in the pool has none to verify)."""
     check_index_scan_hazard(preloaded_cluster, "prune_during_copy", protected, INDEX_SCAN_FROM_POOL)
+
+
+# The count through h's index with no code above Gather: workers peek at the heap pages in the
+# leader's pool instead of copying them.
+INDEX_COUNT = f"SELECT count(*), sum(id) FROM h WHERE id BETWEEN 1 AND {ROWS}"
+
+
+@needs_copies
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_evict_during_index_peek(preloaded_cluster: Cluster, protected: bool) -> None:
+    """A worker of a Temp Index Scan peeks at an unpinned heap page in the leader's pool, and
+    its buffer goes to another block between the worker's look at the descriptor and its copy
+    of the row (the leader pins no listed page under this hazard).  Guarded, the descriptor
+    read after the copy shows the change and the worker reads the page again; unguarded, it
+    counts the other block's row."""
+    with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
+        rows, met = run_hazard(conn, "evict_during_batch", protected, INDEX_COUNT, INDEX_SCAN_FROM_POOL,
+                               more_setup=INDEX_SETUP)
+        plan = plan_text(conn, INDEX_COUNT)
+    assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
+    check(rows, EXACT_COUNT, met, protected, must_meet=True)
 
 
 @needs_copies
