@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
 import re
@@ -188,6 +189,8 @@ def build_shim(name: str) -> Path | str:
         return "no C compiler to build the shim"
     out_dir = Path(tempfile.mkdtemp(prefix="pgtb-shim-"))
     out_dir.chmod(0o755)  # the server may run as another OS user
+    # Servers that load it are stopped by the fixtures' teardown, before the interpreter exits.
+    atexit.register(shutil.rmtree, out_dir, ignore_errors=True)
     library = out_dir / f"{name}.so"
     result = subprocess.run([compiler, "-Wall", "-shared", "-fPIC", "-o", str(library),
                              str(SHIMS / f"{name}.c"), "-ldl"], capture_output=True, text=True)
