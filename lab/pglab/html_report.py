@@ -131,7 +131,9 @@ def _machine_line(machine: dict[str, Any]) -> str:
     memory = machine.get("memory_total_bytes")
     memory_text = f"{memory / 2**30:.1f} GiB" if isinstance(memory, (int, float)) else "? GiB"
     return (f"{machine.get('cpu_model', '?')}, {machine.get('cpu_cores_logical', '?')} logical cores, "
-            f"{memory_text} memory, {machine.get('os', '?')}, host {machine.get('hostname', '?')}")
+            f"{memory_text} memory, {machine.get('os', '?')}, host {machine.get('hostname', '?')}"
+            + (f", shared memory huge pages: {machine['shmem_huge_pages']}"
+               if machine.get("shmem_huge_pages") else ""))
 
 
 def _versions_line(versions: dict[str, Any]) -> str:

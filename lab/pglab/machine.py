@@ -40,6 +40,21 @@ def filesystem_of(path: Path) -> dict[str, Any]:
     return info
 
 
+def shmem_huge_pages() -> str | None:
+    """The kernel's transparent huge pages policy for shared memory (memfds, shared anonymous
+    mappings), the selected word of transparent_hugepage/shmem_enabled: `never` on most
+    distributions; pg_tempbuf's pool asks for huge pages, which `advise`, `within_size` and
+    `always` grant.  None where the kernel has no such file."""
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled").read_text()
+    except OSError:
+        return None
+    for word in text.split():
+        if word.startswith("[") and word.endswith("]"):
+            return word[1:-1]
+    return None
+
+
 def machine_info() -> dict[str, Any]:
     memory = psutil.virtual_memory()
     return {
@@ -50,6 +65,7 @@ def machine_info() -> dict[str, Any]:
         "memory_total_bytes": memory.total,
         "memory_available_bytes": memory.available,
         "kernel": platform.release(),
+        "shmem_huge_pages": shmem_huge_pages(),
         "os": platform.platform(),
         "python": platform.python_version(),
     }

@@ -32,7 +32,8 @@ def summary_opening(title: str, run: MeasuredRun, article: rs.Table, ours: rs.Ta
         "",
         f"- server: {run.server.get('version_full')} ({run.server.get('target')})",
         f"- machine: {m.get('cpu_model')}, {m.get('cpu_cores_logical')} logical cores, "
-        f"{m.get('memory_total_bytes', 0) / 2**30:.1f} GiB memory, kernel {m.get('kernel')}",
+        f"{m.get('memory_total_bytes', 0) / 2**30:.1f} GiB memory, kernel {m.get('kernel')}"
+        + (f", shared memory huge pages: {m['shmem_huge_pages']}" if m.get("shmem_huge_pages") else ""),
         f"- measured {run.started} .. {run.finished}; rerun: `{run.command}`",
         "",
         "## The article", "", article.markdown(), "",

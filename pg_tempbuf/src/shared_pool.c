@@ -223,6 +223,23 @@ refuse(const char *what)
 							 leader.refusal)));
 }
 
+/*
+ * Where the kernel gives shared memory transparent huge pages on request
+ * (/sys/kernel/mm/transparent_hugepage/shmem_enabled: advise), the pool's
+ * memory comes in 2 MB pages, and a worker maps 2 MB with one page fault
+ * where it would map 64 kB (4 kB pages, 16 at a time): a worker reading
+ * pages scattered over the pool faults once per page otherwise, and tears
+ * every mapping down when it exits, which the leader waits for.  Elsewhere
+ * (never, the default of many distributions) this changes nothing.
+ */
+static void
+ask_for_huge_pages(char *base, Size size)
+{
+#ifdef MADV_HUGEPAGE
+	(void) madvise(base, size, MADV_HUGEPAGE);
+#endif
+}
+
 /* The memfd and its mapping, or false (and why, in leader.refusal). */
 static bool
 create_mapping(int nbuffers)
@@ -259,6 +276,7 @@ create_mapping(int nbuffers)
 		refuse("could not map the local buffers' memfd");
 		return false;
 	}
+	ask_for_huge_pages(base, size);
 	leader.fd = fd;
 	leader.base = base;
 	leader.size = size;
@@ -428,6 +446,7 @@ map_pool(const char *path, const TbSharedPoolRef *ref)
 	close(fd);
 	if (base == MAP_FAILED)
 		return errno;
+	ask_for_huge_pages(base, size);
 	header = (const PoolHeader *) base;
 	if (header->magic != POOL_MAGIC || (ref->cookie != 0 && header->cookie != ref->cookie) ||
 		pool_size(header->nbuffers) != size)
