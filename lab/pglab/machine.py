@@ -46,9 +46,13 @@ def shmem_huge_pages() -> str | None:
     distributions; pg_tempbuf's pool asks for huge pages, which `advise`, `within_size` and
     `always` grant.  None where the kernel has no such file."""
     try:
-        text = Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled").read_text()
+        return selected_word(Path("/sys/kernel/mm/transparent_hugepage/shmem_enabled").read_text())
     except OSError:
         return None
+
+
+def selected_word(text: str) -> str | None:
+    """The word a sysfs choice file selects: `[advise]` in `always within_size [advise] never`."""
     for word in text.split():
         if word.startswith("[") and word.endswith("]"):
             return word[1:-1]
