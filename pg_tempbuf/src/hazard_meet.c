@@ -67,7 +67,7 @@ page_prunes_on_access(const char *page)
  * Worker, pg_tempbuf.debug_hazard, as tb_mid_read_hook with the scan's
  * TbHazardMeet: the first page read the hazard is about pauses in its
  * middle until the leader has changed it (tb_ts_serve_hazard(),
- * tb_hazard_serve_file_read()).
+ * tb_hazard_serve_paused_read()).
  */
 bool
 tb_hazard_worker_meets(BlockNumber blkno, const char *page, bool from_leader,
@@ -173,7 +173,7 @@ tb_hazard_served(TbHazardMeet *meet, Relation rel, BlockNumber blkno)
  * function above Gather) and an eviction could.
  */
 void
-tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel)
+tb_hazard_serve_paused_read(TbHazardMeet *meet, Relation rel)
 {
 	BlockNumber blkno;
 	Buffer		buffer;

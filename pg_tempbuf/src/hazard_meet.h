@@ -31,7 +31,7 @@ typedef struct TbHazardMeet
 extern void tb_hazard_meet_init(TbHazardMeet *meet);
 extern bool tb_hazard_worker_meets(BlockNumber blkno, const char *page,
 								   bool from_leader, bool done, void *arg);
-extern void tb_hazard_serve_file_read(TbHazardMeet *meet, Relation rel);
+extern void tb_hazard_serve_paused_read(TbHazardMeet *meet, Relation rel);
 
 /* the leader's steps, for the Temp Seq Scan's races (temp_scan_hazard.c) */
 extern bool tb_hazard_wait_for_phase(TbHazardMeet *meet, uint32 phase,

@@ -16,7 +16,6 @@
 #include "access/detoast.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
-#include "access/parallel.h"
 #include "access/sysattr.h"
 #include "executor/executor.h"
 #include "nodes/extensible.h"
@@ -51,8 +50,7 @@ tb_heap_rows_init(TbHeapRows *rows, ScanState *ss, const char *node_name,
 		plan_deform(rows, ss);
 	rows->values = palloc(sizeof(Datum) * natts);
 	rows->isnull = palloc(sizeof(bool) * natts);
-	if (IsParallelWorker())
-		rows->member = palloc(BLCKSZ);
+	rows->cxt = CurrentMemoryContext;
 }
 
 void
@@ -93,8 +91,7 @@ max_offset(const char *page)
  * could look up a transaction that never was.
  */
 static HeapTupleHeader
-chain_member(TbHeapRows *rows, Relation rel, const char *page, const ItemIdData *lp,
-			 TbPeek *peek)
+chain_member(TbHeapRows *rows, const char *page, const ItemIdData *lp, TbPeek *peek)
 {
 	Size		offset = ItemIdGetOffset(lp);
 	Size		length = ItemIdGetLength(lp);
@@ -103,15 +100,17 @@ chain_member(TbHeapRows *rows, Relation rel, const char *page, const ItemIdData 
 		return (HeapTupleHeader) unconstify(char *, page + offset);
 	if (length < SizeofHeapTupleHeader || offset + length > BLCKSZ)
 		return NULL;
+	if (rows->member == NULL)
+		rows->member = MemoryContextAlloc(rows->cxt, BLCKSZ);
 	memcpy(rows->member, page + offset, length);
-	return tb_page_source_peek_held(rel, peek) ? (HeapTupleHeader) rows->member : NULL;
+	return tb_page_source_peek_held(peek) ? (HeapTupleHeader) rows->member : NULL;
 }
 
 /* No visible member: sure on a stable page, on a peeked one if it held. */
 static TbHotResult
-no_member(Relation rel, TbPeek *peek)
+no_member(TbPeek *peek)
 {
-	return peek == NULL || tb_page_source_peek_held(rel, peek) ?
+	return peek == NULL || tb_page_source_peek_held(peek) ?
 		TB_HOT_MISSING : TB_HOT_MOVED;
 }
 
@@ -137,7 +136,7 @@ hot_search(TbHeapRows *rows, Relation rel, const char *page, BlockNumber blkno,
 		HeapTupleHeader tuple;
 
 		if (offnum < FirstOffsetNumber || offnum > max_offset(page))
-			return no_member(rel, peek);
+			return no_member(peek);
 		lp = *PageGetItemId(unconstify(char *, page), offnum);
 		if (!ItemIdIsNormal(&lp))
 		{
@@ -148,9 +147,9 @@ hot_search(TbHeapRows *rows, Relation rel, const char *page, BlockNumber blkno,
 				at_chain_start = false;
 				continue;
 			}
-			return no_member(rel, peek);
+			return no_member(peek);
 		}
-		tuple = chain_member(rows, rel, page, &lp, peek);
+		tuple = chain_member(rows, page, &lp, peek);
 		if (tuple == NULL)
 			return TB_HOT_MOVED;
 		if (at_chain_start && HeapTupleHeaderIsHeapOnly(tuple))

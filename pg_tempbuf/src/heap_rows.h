@@ -32,7 +32,9 @@ typedef struct TbHeapRows
 	bool	   *isnull;
 	TupleTableSlot *deformer;	/* PostgreSQL 15: deforms what is read */
 	int			deform_natts;
-	char	   *member;			/* worker: a row copied out of a page peeked at */
+	MemoryContext cxt;			/* the node's */
+	char	   *member;			/* worker: a row copied out of a page peeked
+								 * at, allocated on the first peek */
 } TbHeapRows;
 
 /* A row looked up on a page peeked at in the leader's pool. */

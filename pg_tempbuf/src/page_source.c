@@ -304,6 +304,10 @@ struct TbPageSource
 	int			hand;
 	char	   *scratch;		/* the reread buffer of a file read */
 
+	/* worker: the last page peeked at, and the leader's buffer it was in */
+	PageKey		peeked;
+	int			peeked_buf_id;
+
 	/* since tb_page_source_take_counts() last asked */
 	uint64		reads;			/* pages looked up in buffers or read from files */
 	uint64		rereads;		/* file reads that had to be repeated */
@@ -501,12 +505,41 @@ pinned_leader_page(Relation rel, const PageKey *key)
 	return page != NULL ? tb_page_source_leader_page(rel, page) : NULL;
 }
 
+static bool
+same_page(const PageKey *a, const PageKey *b)
+{
+	return a->relid == b->relid && a->blkno == b->blkno;
+}
+
+/*
+ * Worker: the leader's buffer that holds the page now, to peek at in place,
+ * or -1: none, or one a scan listed pinned (read in place by
+ * tb_page_source_get()).
+ */
+static int
+peekable_buffer(const PageKey *key, TbRelFileId file)
+{
+	const TbLeaderPage *listed = listed_page(key, false);
+	int			buf_id;
+
+	if (listed != NULL)
+		buf_id = listed->pinned ? -1 : listed->buf_id;
+	else if (read_leader_pool)
+		buf_id = tb_shared_pool_lookup(file, key->blkno);
+	else
+		buf_id = -1;
+	if (buf_id < 0 || !holds_block(tb_shared_pool_desc(buf_id), file, key->blkno))
+		return -1;
+	return buf_id;
+}
+
 /*
  * Worker: block blkno of rel where it lies in the leader's pool, to read in
  * place although the leader has not pinned it (a page the directory or an
- * unpinned entry of a scan's list names); NULL where a copy or the file
- * must serve: no such page, a pinned one (tb_page_source_get() reads it in
- * place), or a page the leader may prune, which changes no descriptor
+ * unpinned entry of a scan's list names); NULL where the page source must
+ * serve: the page in hand (the last get's, one comparison there), no such
+ * page, a pinned one (tb_page_source_get() reads it in place), or a page
+ * the leader may prune, which changes no descriptor
  * (tb_page_source_guard_file_reads()).  The leader may evict the page and
  * read another into its buffer at any moment: the reader copies out what it
  * takes, bounds checked, and looks at the copy only once
@@ -515,35 +548,30 @@ pinned_leader_page(Relation rel, const PageKey *key)
  * heap fetch of an index scan takes a row of ~100 bytes out of the page:
  * an 8 kB copy into the cache, and the faults of touching all of it in the
  * mapping and in the slot, cost it more than the rest of the fetch.
+ * Neighbouring index entries point to one page: the buffer found last is
+ * tried first.
  */
 const char *
 tb_page_source_peek(TbPageSource *src, Relation rel, BlockNumber blkno, TbPeek *peek)
 {
 	PageKey		key;
-	const TbLeaderPage *listed;
-	TbRelFileId file = TbRelationFileId(rel);
 
 	if (src->from_buffers || leader_may_prune)
 		return NULL;
 	memset(&key, 0, sizeof(key));
 	key.relid = RelationGetRelid(rel);
 	key.blkno = blkno;
-	listed = listed_page(&key, false);
-	if (listed != NULL)
-	{
-		if (listed->pinned)
-			return NULL;
-		peek->buf_id = listed->buf_id;
-	}
-	else if (read_leader_pool)
-		peek->buf_id = tb_shared_pool_lookup(file, blkno);
-	else
+	if (same_page(&src->current.key, &key))
 		return NULL;
-	if (peek->buf_id < 0 ||
-		!holds_block(tb_shared_pool_desc(peek->buf_id), file, blkno))
-		return NULL;
-	peek->relid = key.relid;
+	peek->file = TbRelationFileId(rel);
 	peek->blkno = blkno;
+	if (same_page(&src->peeked, &key) &&
+		holds_block(tb_shared_pool_desc(src->peeked_buf_id), peek->file, blkno))
+		peek->buf_id = src->peeked_buf_id;
+	else if ((peek->buf_id = peekable_buffer(&key, peek->file)) < 0)
+		return NULL;
+	src->peeked = key;
+	src->peeked_buf_id = peek->buf_id;
 	pg_read_barrier();
 	/* pg_tempbuf.debug_hazard evict_during_batch gives the buffer away here. */
 	peek->paused = tb_mid_read_hook != NULL &&
@@ -557,15 +585,13 @@ tb_page_source_peek(TbPageSource *src, Relation rel, BlockNumber blkno, TbPeek *
  * far?  Then what they copied is the page's, as the leader has it.
  */
 bool
-tb_page_source_peek_held(Relation rel, TbPeek *peek)
+tb_page_source_peek_held(TbPeek *peek)
 {
 	bool		held;
 
-	Assert(peek->relid == RelationGetRelid(rel));
 	pg_read_barrier();
 	held = tb_debug_unprotected ||
-		holds_block(tb_shared_pool_desc(peek->buf_id), TbRelationFileId(rel),
-					peek->blkno);
+		holds_block(tb_shared_pool_desc(peek->buf_id), peek->file, peek->blkno);
 	if (peek->paused)
 	{
 		/* Checked while the leader still holds the buffer given away. */
@@ -667,7 +693,7 @@ fill_ref(TbPageSource *src, PageRef *ref, Relation rel, BlockNumber blkno)
 	memset(&key, 0, sizeof(key));
 	key.relid = RelationGetRelid(rel);
 	key.blkno = blkno;
-	if (ref->key.relid == key.relid && ref->key.blkno == key.blkno)
+	if (same_page(&ref->key, &key))
 		return ref->page;
 
 	unref(src, ref);

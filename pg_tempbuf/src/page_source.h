@@ -15,6 +15,8 @@
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
+#include "compat.h"
+
 typedef struct TbPageSource TbPageSource;
 
 /* sequential: the caller's page buffer, from the file or the leader */
@@ -56,7 +58,7 @@ extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
  */
 typedef struct TbPeek
 {
-	Oid			relid;
+	TbRelFileId file;
 	BlockNumber blkno;
 	int			buf_id;
 	bool		paused;			/* pg_tempbuf.debug_hazard */
@@ -64,7 +66,7 @@ typedef struct TbPeek
 
 extern const char *tb_page_source_peek(TbPageSource *src, Relation rel,
 									   BlockNumber blkno, TbPeek *peek);
-extern bool tb_page_source_peek_held(Relation rel, TbPeek *peek);
+extern bool tb_page_source_peek_held(TbPeek *peek);
 
 /*
  * pg_tempbuf.debug_hazard: a reader that has read the first half of block

@@ -515,7 +515,7 @@ index_scan_next(ScanState *ss)
 	if (is->worker_counts && !is->hazard_served && !IsParallelWorker())
 	{
 		is->hazard_served = true;
-		tb_hazard_serve_file_read(&is->worker_counts->hazard,
+		tb_hazard_serve_paused_read(&is->worker_counts->hazard,
 								  ss->ss_currentRelation);
 	}
 

@@ -99,7 +99,7 @@ tb_ts_serve_hazard(TempScanState *ts)
 	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_READ ||
 		tb_debug_hazard == TB_HAZARD_WRITE_DURING_READ)
 	{
-		tb_hazard_serve_file_read(meet, rel);
+		tb_hazard_serve_paused_read(meet, rel);
 		return;
 	}
 	if (!tb_hazard_wait_for_phase(meet, HAZARD_PAUSED, 3000000L))
