@@ -52,6 +52,7 @@ bool		tb_shared_pool_enabled = true;
 bool		tb_parallel_index_build = true;
 int			tb_debug_hazard = TB_HAZARD_NONE;
 bool		tb_debug_unprotected = false;
+int			tb_debug_peek = TB_PEEK_AUTO;
 
 static const struct config_enum_entry debug_hazard_options[] = {
 	{"none", TB_HAZARD_NONE, false},
@@ -63,6 +64,13 @@ static const struct config_enum_entry debug_hazard_options[] = {
 	{"evict_during_batch", TB_HAZARD_EVICT_DURING_BATCH, false},
 	{"list_overflow", TB_HAZARD_LIST_OVERFLOW, false},
 	{"slow_writes", TB_HAZARD_SLOW_WRITES, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry debug_peek_options[] = {
+	{"auto", TB_PEEK_AUTO, false},
+	{"in_place", TB_PEEK_IN_PLACE, false},
+	{"read", TB_PEEK_READ, false},
 	{NULL, 0, false}
 };
 
@@ -142,6 +150,14 @@ tb_define_gucs(void)
 							 "For tests only: parallel scans of temporary tables can then return wrong rows.",
 							 &tb_debug_unprotected,
 							 false,
+							 PGC_SUSET, TB_DEBUG_GUC_FLAGS,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("pg_tempbuf.debug_peek",
+							 "Sets how a parallel worker reads a row of a heap page it peeks at in the leader's pool.",
+							 "For tests: auto reads a page in a part of the pool the worker has not touched with pread(), else in place; in_place and read force one way.",
+							 &tb_debug_peek,
+							 TB_PEEK_AUTO, debug_peek_options,
 							 PGC_SUSET, TB_DEBUG_GUC_FLAGS,
 							 NULL, NULL, NULL);
 

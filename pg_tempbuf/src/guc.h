@@ -19,6 +19,7 @@ extern bool tb_shared_pool_enabled;
 extern bool tb_parallel_index_build;
 extern int	tb_debug_hazard;
 extern bool tb_debug_unprotected;
+extern int	tb_debug_peek;
 
 /*
  * pg_tempbuf.debug_hazard: for tests, make one of the races that the scan
@@ -43,6 +44,15 @@ typedef enum TbDebugHazard
 #define TB_HAZARD_PAUSES_READS(h) \
 	((h) != TB_HAZARD_NONE && (h) != TB_HAZARD_HANDSHAKE_STALL && \
 	 (h) != TB_HAZARD_LIST_OVERFLOW && (h) != TB_HAZARD_SLOW_WRITES)
+
+/* pg_tempbuf.debug_peek: how a worker reads a page it peeks at (page_source.c) */
+typedef enum TbDebugPeek
+{
+	TB_PEEK_AUTO,				/* pread() where the mapping would fault */
+	TB_PEEK_IN_PLACE,			/* always in the mapping */
+	TB_PEEK_READ				/* always pread() */
+} TbDebugPeek;
+
 extern double tb_write_page_cost;
 extern double tb_buffer_scan_cost;
 extern double tb_read_page_cost;

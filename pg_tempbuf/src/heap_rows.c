@@ -95,6 +95,7 @@ chain_member(TbHeapRows *rows, const char *page, const ItemIdData *lp, TbPeek *p
 {
 	Size		offset = ItemIdGetOffset(lp);
 	Size		length = ItemIdGetLength(lp);
+	bool		copied;
 
 	if (peek == NULL)
 		return (HeapTupleHeader) unconstify(char *, page + offset);
@@ -102,8 +103,8 @@ chain_member(TbHeapRows *rows, const char *page, const ItemIdData *lp, TbPeek *p
 		return NULL;
 	if (rows->member == NULL)
 		rows->member = MemoryContextAlloc(rows->cxt, BLCKSZ);
-	memcpy(rows->member, page + offset, length);
-	return tb_page_source_peek_held(peek) ? (HeapTupleHeader) rows->member : NULL;
+	copied = tb_page_source_peek_copy(peek, offset, length, rows->member);
+	return tb_page_source_peek_held(peek) && copied ? (HeapTupleHeader) rows->member : NULL;
 }
 
 /* No visible member: sure on a stable page, on a peeked one if it held. */

@@ -52,20 +52,24 @@ extern void tb_page_source_take_counts(TbPageSource *src, uint64 *reads,
 									   uint64 *rereads);
 
 /*
- * Worker: a page read in place in the leader's pool without a pin, which
- * the leader may evict meanwhile: the reader copies what it takes, then
- * asks whether the buffer held the page all along.
+ * Worker: a page read in the leader's pool without a pin, which the leader
+ * may evict meanwhile: in place, or in pieces with pread() where the
+ * mapping would fault.  The reader copies what it takes, then asks whether
+ * the buffer held the page all along.
  */
 typedef struct TbPeek
 {
 	TbRelFileId file;
 	BlockNumber blkno;
 	int			buf_id;
+	const char *in_place;		/* the page in the mapping, or NULL: pread() it */
 	bool		paused;			/* pg_tempbuf.debug_hazard */
 } TbPeek;
 
 extern const char *tb_page_source_peek(TbPageSource *src, Relation rel,
 									   BlockNumber blkno, TbPeek *peek);
+extern bool tb_page_source_peek_copy(const TbPeek *peek, Size offset, Size len,
+									 char *dest);
 extern bool tb_page_source_peek_held(TbPeek *peek);
 
 /*

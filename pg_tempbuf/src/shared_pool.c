@@ -15,7 +15,10 @@
  * mapped MAP_SHARED; every block pointer is set to its slot.  Workers open
  * the leader's descriptor of it through /proc/<pid>/fd/<n> and map it
  * read-only: a page the leader holds is then one pointer away, as a shared
- * buffer is.
+ * buffer is.  A worker keeps the descriptor open too: where the first touch
+ * of a page in its fresh mapping would cost a page fault, a few bytes of it
+ * cost less read with pread() (page_source.c), and this file notes which
+ * parts of the mapping the worker has touched.
  *
  * Why a memfd (measured on this project's VM, "Workers read the leader's
  * pages where they lie", pglab page-read): reading a page in place costs
@@ -97,11 +100,20 @@ static struct
 {
 	bool		attached;
 	TbSharedPoolRef ref;
+	int			fd;				/* kept open: pieces of pages are read with pread() */
 	char	   *base;
 	const BufferDesc *descs;
 	const char *pages;
 	const TbPoolRun *runs;
+	uint64	   *faulted;		/* a bit per fault window of the mapping touched */
 } worker;
+
+/*
+ * What the kernel maps on one fault of a shared file mapping (fault-around,
+ * 64 kB by default, aligned on the address): a worker that has touched one
+ * page of such a window reads its neighbours without a fault.
+ */
+#define FAULT_WINDOW_SHIFT	16
 
 static Size
 desc_offset(void)
@@ -443,17 +455,25 @@ map_pool(const char *path, const TbSharedPoolRef *ref)
 	}
 	size = (Size) st.st_size;
 	base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
 	if (base == MAP_FAILED)
-		return errno;
+	{
+		int			err = errno;
+
+		close(fd);
+		return err;
+	}
 	ask_for_huge_pages(base, size);
 	header = (const PoolHeader *) base;
 	if (header->magic != POOL_MAGIC || (ref->cookie != 0 && header->cookie != ref->cookie) ||
 		pool_size(header->nbuffers) != size)
 	{
 		munmap(base, size);
+		close(fd);
 		return EINVAL;
 	}
+	worker.fd = fd;
+	worker.faulted = MemoryContextAllocZero(TopMemoryContext,
+											sizeof(uint64) * ((size >> FAULT_WINDOW_SHIFT) / 64 + 2));
 	worker.ref = *ref;
 	worker.ref.cookie = header->cookie;
 	worker.ref.size = size;
@@ -704,9 +724,57 @@ tb_shared_pool_desc(int buf_id)
 	return &worker.descs[buf_id];
 }
 
+static Size
+fault_window(const char *address)
+{
+	return ((uintptr_t) address >> FAULT_WINDOW_SHIFT) -
+		((uintptr_t) worker.base >> FAULT_WINDOW_SHIFT);
+}
+
+/* Worker: buffer buf_id's page in the mapping, for the caller to touch. */
 const char *
 tb_shared_pool_page(int buf_id)
 {
+	const char *page;
+	Size		window;
+
 	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
-	return worker.pages + (Size) buf_id * BLCKSZ;
+	page = worker.pages + (Size) buf_id * BLCKSZ;
+	window = fault_window(page);
+	worker.faulted[window / 64] |= UINT64CONST(1) << (window % 64);
+	window = fault_window(page + BLCKSZ - 1);
+	worker.faulted[window / 64] |= UINT64CONST(1) << (window % 64);
+	return page;
+}
+
+/*
+ * Worker: has it touched the part of the mapping buffer buf_id's page lies
+ * in, so that reading the page costs no page fault?
+ */
+bool
+tb_shared_pool_page_mapped(int buf_id)
+{
+	const char *page;
+	Size		first;
+	Size		last;
+
+	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
+	page = worker.pages + (Size) buf_id * BLCKSZ;
+	first = fault_window(page);
+	last = fault_window(page + BLCKSZ - 1);
+	return (worker.faulted[first / 64] & (UINT64CONST(1) << (first % 64))) != 0 &&
+		(worker.faulted[last / 64] & (UINT64CONST(1) << (last % 64))) != 0;
+}
+
+/*
+ * Worker: the memfd it maps (open for the worker's life), and where buffer
+ * buf_id's page lies in it, for a read of a few bytes that must not fault
+ * the mapping in (page_source.c).
+ */
+int
+tb_shared_pool_file(int buf_id, off_t *page_at)
+{
+	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
+	*page_at = (off_t) (worker.pages - worker.base) + (off_t) buf_id * BLCKSZ;
+	return worker.fd;
 }

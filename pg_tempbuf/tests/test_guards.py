@@ -171,15 +171,17 @@ INDEX_COUNT = f"SELECT count(*), sum(id) FROM h WHERE id BETWEEN 1 AND {ROWS}"
 
 
 @needs_copies
+@pytest.mark.parametrize("peek", ["in_place", "read"])
 @pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
-def test_evict_during_index_peek(preloaded_cluster: Cluster, protected: bool) -> None:
+def test_evict_during_index_peek(preloaded_cluster: Cluster, protected: bool, peek: str) -> None:
     """A worker of a Temp Index Scan peeks at an unpinned heap page in the leader's pool, and
     its buffer goes to another block between the worker's look at the descriptor and its copy
-    of the row (the leader pins no listed page under this hazard).  Guarded, the descriptor
-    read after the copy shows the change and the worker reads the page again; unguarded, it
-    counts the other block's row."""
+    of the row (the leader pins no listed page under this hazard), the row read in the mapping
+    or with pread() of the memfd.  Guarded, the descriptor read after the copy shows the change
+    and the worker reads the page again; unguarded, it counts the other block's row."""
     with preloaded_cluster.connect(options="-c temp_buffers=64MB") as conn:
-        rows, met = run_hazard(conn, "evict_during_batch", protected, INDEX_COUNT, INDEX_SCAN_FROM_POOL,
+        rows, met = run_hazard(conn, "evict_during_batch", protected, INDEX_COUNT,
+                               {**INDEX_SCAN_FROM_POOL, "pg_tempbuf.debug_peek": peek},
                                more_setup=INDEX_SETUP)
         plan = plan_text(conn, INDEX_COUNT)
     assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
