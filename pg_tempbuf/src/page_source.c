@@ -520,7 +520,7 @@ read_pool_piece(int buf_id, Size offset, Size len, char *dest)
 	off_t		page_at;
 	int			fd = tb_shared_pool_file(buf_id, &page_at);
 
-	return pread(fd, dest, len, page_at + (off_t) offset) == (ssize_t) len;
+	return fd >= 0 && pread(fd, dest, len, page_at + (off_t) offset) == (ssize_t) len;
 }
 
 static bool
@@ -568,15 +568,16 @@ peekable_buffer(const PageKey *key, TbRelFileId file)
  * How the page is read decides the price of a nested loop's inner index
  * scan, one row from each of many scattered pages.  A worker is a fresh
  * process: the first touch of a page in its mapping is a page fault, the
- * kernel maps the 64 kB around it, and tears it all down when the worker
- * exits, which the leader waits for.  Measured here, one random page a
- * read: 3.6 us a page that way, against 1.6 us for two pread() calls of
- * the memfd (its header and line pointers, then the row), which map
- * nothing.  TPC-H Q19 at SF 0.5 went from 0.80x to 0.90-0.99x the UNLOGGED
- * copy.  So the header and line pointers of a page in a part of the
- * mapping this worker has not touched come back as a private copy, and
- * the row by pread(); a second row of the same page, or a page already
- * mapped, is read in place (pg_tempbuf.debug_peek forces one way).
+ * kernel maps the 64 kB around it (a 2 MB huge page where it gives the pool
+ * those), and tears it all down when the worker exits, which the leader
+ * waits for.  Measured here, one random page a read: 3.6 us a page that
+ * way, against 1.6 us for two pread() calls of the memfd (its header and
+ * line pointers, then the row), which map nothing.  So a page in a part of
+ * the mapping this worker has neither touched nor read from before comes
+ * back as a private copy of its header and line pointers, and the row by
+ * pread(); a second row of the same page, a page already mapped, and any
+ * page of a pool in huge pages (one fault maps 2 MB) is read in place
+ * (tb_shared_pool_read_in_place(); pg_tempbuf.debug_peek forces one way).
  */
 const char *
 tb_page_source_peek(TbPageSource *src, Relation rel, BlockNumber blkno, TbPeek *peek)
@@ -608,7 +609,7 @@ tb_page_source_peek(TbPageSource *src, Relation rel, BlockNumber blkno, TbPeek *
 	src->reads++;
 	if (tb_debug_peek == TB_PEEK_IN_PLACE ||
 		(tb_debug_peek == TB_PEEK_AUTO &&
-		 (again || tb_shared_pool_page_mapped(peek->buf_id))))
+		 (again || tb_shared_pool_read_in_place(peek->buf_id))))
 		return peek->in_place = tb_shared_pool_page(peek->buf_id);
 
 	peek->in_place = NULL;

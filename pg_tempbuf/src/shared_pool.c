@@ -80,6 +80,7 @@ typedef struct PoolHeader
 	/* the directory: odd while the leader rewrites it (a seqlock) */
 	pg_atomic_uint32 directory_version;
 	int			directory_nruns;
+	int			fault_window_shift; /* log2 of what one fault maps (below) */
 } PoolHeader;
 
 /* The leader's pool, once adopted; or why it could not be. */
@@ -106,14 +107,17 @@ static struct
 	const char *pages;
 	const TbPoolRun *runs;
 	uint64	   *faulted;		/* a bit per fault window of the mapping touched */
+	int			window_shift;
 } worker;
 
 /*
- * What the kernel maps on one fault of a shared file mapping (fault-around,
- * 64 kB by default, aligned on the address): a worker that has touched one
- * page of such a window reads its neighbours without a fault.
+ * What the kernel maps on one fault of a shared file mapping, aligned on
+ * the address: 64 kB (fault-around) of 4 kB pages, or a 2 MB huge page.  A
+ * worker that has touched one page of such a window reads its neighbours
+ * without a fault.
  */
-#define FAULT_WINDOW_SHIFT	16
+#define FAULT_AROUND_SHIFT	16
+#define HUGE_PAGE_SHIFT		21
 
 static Size
 desc_offset(void)
@@ -252,6 +256,29 @@ ask_for_huge_pages(char *base, Size size)
 #endif
 }
 
+/*
+ * What one page fault of a worker maps of the pool, as a power of two: a
+ * 2 MB huge page where the kernel's policy grants them to the request
+ * above, else fault-around's 64 kB (its default; only root may change it).
+ */
+static int
+fault_window_shift(void)
+{
+	char		policy[128];
+	int			fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
+	ssize_t		len = fd >= 0 ? read(fd, policy, sizeof(policy) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0)
+		return FAULT_AROUND_SHIFT;
+	policy[len] = '\0';
+	if (strstr(policy, "[always]") || strstr(policy, "[within_size]") ||
+		strstr(policy, "[advise]") || strstr(policy, "[force]"))
+		return HUGE_PAGE_SHIFT;
+	return FAULT_AROUND_SHIFT;
+}
+
 /* The memfd and its mapping, or false (and why, in leader.refusal). */
 static bool
 create_mapping(int nbuffers)
@@ -346,6 +373,7 @@ tb_shared_pool_adopt(void)
 	header->directory_offset = directory_offset(NLocBuffer);
 	pg_atomic_init_u32(&header->directory_version, 0);
 	header->directory_nruns = 0;
+	header->fault_window_shift = fault_window_shift();
 	descs = (BufferDesc *) (leader.base + header->desc_offset);
 	pages = leader.base + header->page_offset;
 
@@ -471,9 +499,17 @@ map_pool(const char *path, const TbSharedPoolRef *ref)
 		close(fd);
 		return EINVAL;
 	}
+	/* Counted as core counts descriptors it does not manage; none left: no pread(). */
+	if (!AcquireExternalFD())
+	{
+		close(fd);
+		fd = -1;
+	}
 	worker.fd = fd;
+	worker.window_shift = header->fault_window_shift == HUGE_PAGE_SHIFT ?
+		HUGE_PAGE_SHIFT : FAULT_AROUND_SHIFT;
 	worker.faulted = MemoryContextAllocZero(TopMemoryContext,
-											sizeof(uint64) * ((size >> FAULT_WINDOW_SHIFT) / 64 + 2));
+											sizeof(uint64) * ((size >> worker.window_shift) / 64 + 2));
 	worker.ref = *ref;
 	worker.ref.cookie = header->cookie;
 	worker.ref.size = size;
@@ -727,8 +763,8 @@ tb_shared_pool_desc(int buf_id)
 static Size
 fault_window(const char *address)
 {
-	return ((uintptr_t) address >> FAULT_WINDOW_SHIFT) -
-		((uintptr_t) worker.base >> FAULT_WINDOW_SHIFT);
+	return ((uintptr_t) address >> worker.window_shift) -
+		((uintptr_t) worker.base >> worker.window_shift);
 }
 
 /* Worker: buffer buf_id's page in the mapping, for the caller to touch. */
@@ -747,29 +783,42 @@ tb_shared_pool_page(int buf_id)
 	return page;
 }
 
+static bool
+window_bit(const uint64 *bits, Size window)
+{
+	return (bits[window / 64] & (UINT64CONST(1) << (window % 64))) != 0;
+}
+
 /*
- * Worker: has it touched the part of the mapping buffer buf_id's page lies
- * in, so that reading the page costs no page fault?
+ * Worker: should it read buffer buf_id's page in place, for a few bytes it
+ * could also read with pread() (tb_shared_pool_file())?  Yes where the pool
+ * has huge pages: one fault maps 2 MB, 256 pages.  With 4 kB pages, only
+ * where it has touched the part of the mapping the page lies in: a fault
+ * maps 64 kB, 8 pages, and it and its teardown cost a reader of scattered
+ * pages more than two reads.  TPC-H Q19 at SF 0.5, against the UNLOGGED
+ * copy: in place 0.75-0.80x with 4 kB pages, 1.11-1.15x with huge pages;
+ * by pread() with 4 kB pages 0.92-0.97x, with huge pages 1.02-1.09x.
  */
 bool
-tb_shared_pool_page_mapped(int buf_id)
+tb_shared_pool_read_in_place(int buf_id)
 {
 	const char *page;
 	Size		first;
 	Size		last;
 
 	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
+	if (worker.window_shift == HUGE_PAGE_SHIFT)
+		return true;
 	page = worker.pages + (Size) buf_id * BLCKSZ;
 	first = fault_window(page);
 	last = fault_window(page + BLCKSZ - 1);
-	return (worker.faulted[first / 64] & (UINT64CONST(1) << (first % 64))) != 0 &&
-		(worker.faulted[last / 64] & (UINT64CONST(1) << (last % 64))) != 0;
+	return window_bit(worker.faulted, first) && window_bit(worker.faulted, last);
 }
 
 /*
- * Worker: the memfd it maps (open for the worker's life), and where buffer
- * buf_id's page lies in it, for a read of a few bytes that must not fault
- * the mapping in (page_source.c).
+ * Worker: the memfd it maps (open for the worker's life; -1 where no
+ * descriptor was left), and where buffer buf_id's page lies in it, for a
+ * read of a few bytes that must not fault the mapping in (page_source.c).
  */
 int
 tb_shared_pool_file(int buf_id, off_t *page_at)

@@ -53,7 +53,7 @@ extern int	tb_shared_pool_attach_leader(void);
 extern int	tb_shared_pool_lookup(TbRelFileId file, BlockNumber blkno);
 extern const BufferDesc *tb_shared_pool_desc(int buf_id);
 extern const char *tb_shared_pool_page(int buf_id);
-extern bool tb_shared_pool_page_mapped(int buf_id);
+extern bool tb_shared_pool_read_in_place(int buf_id);
 extern int	tb_shared_pool_file(int buf_id, off_t *page_at);
 
 #endif							/* TB_SHARED_POOL_H */
