@@ -133,6 +133,7 @@ struct TbBtreeScan
 	BTScanInsert lower;			/* the entries of the current segment: */
 	BTScanInsert upper;			/* from >= lower to <= upper (if any) */
 	bool		bounded_above;
+	bool		leaf_below_upper;	/* every entry of the leaf is within upper */
 
 	/* Where the scan is. */
 	bool		in_segment;
@@ -621,6 +622,15 @@ descend(TbBtreeScan *scan, BTScanInsert key, bool nextkey)
 	}
 }
 
+/* Is the entry at offnum of a leaf past the upper end of the segment? */
+static bool
+above_upper(TbBtreeScan *scan, Page page, OffsetNumber offnum)
+{
+	int32		cmp = _bt_compare(scan->index, scan->upper, page, offnum);
+
+	return cmp < 0 || (cmp == 0 && scan->high_strict && scan->has_high);
+}
+
 static void
 read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 {
@@ -635,6 +645,16 @@ read_leaf(TbBtreeScan *scan, BlockNumber blkno)
 	scan->offnum = scan->backward && !P_IGNORE(opaque) ?
 		OffsetNumberNext(scan->maxoff) : P_FIRSTDATAKEY(opaque);
 	scan->posting_count = scan->posting_next = 0;
+
+	/*
+	 * Entries are in order on a leaf: where its last is within the upper
+	 * end, so is every one, and a forward scan compares once a leaf rather
+	 * than once an entry, as core's _bt_readpage() prechecks a page.
+	 */
+	scan->leaf_below_upper = !scan->backward && scan->bounded_above &&
+		scan->maxoff != InvalidOffsetNumber &&
+		scan->maxoff >= P_FIRSTDATAKEY(opaque) &&
+		!above_upper(scan, page, scan->maxoff);
 }
 
 /*
@@ -897,16 +917,12 @@ step_forward(TbBtreeScan *scan, IndexTuple *itup)
 			continue;
 		}
 
-		if (scan->bounded_above)
+		if (scan->bounded_above && !scan->leaf_below_upper &&
+			above_upper(scan, page, scan->offnum))
 		{
-			int32		cmp = _bt_compare(scan->index, scan->upper, page, scan->offnum);
-
-			if (cmp < 0 || (cmp == 0 && scan->high_strict && scan->has_high))
-			{
-				if (scan->shared)
-					shared_done(scan->shared, scan->next_element);
-				return false;
-			}
+			if (scan->shared)
+				shared_done(scan->shared, scan->next_element);
+			return false;
 		}
 		lp = PageGetItemId(page, scan->offnum);
 		scan->offnum = OffsetNumberNext(scan->offnum);
