@@ -573,10 +573,10 @@ peekable_buffer(const PageKey *key, TbRelFileId file)
  * waits for.  Measured here, one random page a read: 3.6 us a page that
  * way, against 1.6 us for two pread() calls of the memfd (its header and
  * line pointers, then the row), which map nothing.  So a page in a part of
- * the mapping this worker has neither touched nor read from before comes
- * back as a private copy of its header and line pointers, and the row by
- * pread(); a second row of the same page, a page already mapped, and any
- * page of a pool in huge pages (one fault maps 2 MB) is read in place
+ * the mapping this worker has not touched comes back as a private copy of
+ * its header and line pointers, and the row by pread(); a second row of
+ * the same page, a page already mapped, and any page of a pool in huge
+ * pages (one fault maps 2 MB) is read in place
  * (tb_shared_pool_read_in_place(); pg_tempbuf.debug_peek forces one way).
  */
 const char *

@@ -767,26 +767,37 @@ fault_window(const char *address)
 		((uintptr_t) worker.base >> worker.window_shift);
 }
 
+/* The bits of the fault windows a page of the mapping lies in (one or two). */
+static void
+mark_touched(const char *page)
+{
+	Size		first = fault_window(page);
+	Size		last = fault_window(page + BLCKSZ - 1);
+
+	worker.faulted[first / 64] |= UINT64CONST(1) << (first % 64);
+	worker.faulted[last / 64] |= UINT64CONST(1) << (last % 64);
+}
+
+static bool
+touched(const char *page)
+{
+	Size		first = fault_window(page);
+	Size		last = fault_window(page + BLCKSZ - 1);
+
+	return (worker.faulted[first / 64] & (UINT64CONST(1) << (first % 64))) != 0 &&
+		(worker.faulted[last / 64] & (UINT64CONST(1) << (last % 64))) != 0;
+}
+
 /* Worker: buffer buf_id's page in the mapping, for the caller to touch. */
 const char *
 tb_shared_pool_page(int buf_id)
 {
 	const char *page;
-	Size		window;
 
 	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
 	page = worker.pages + (Size) buf_id * BLCKSZ;
-	window = fault_window(page);
-	worker.faulted[window / 64] |= UINT64CONST(1) << (window % 64);
-	window = fault_window(page + BLCKSZ - 1);
-	worker.faulted[window / 64] |= UINT64CONST(1) << (window % 64);
+	mark_touched(page);
 	return page;
-}
-
-static bool
-window_bit(const uint64 *bits, Size window)
-{
-	return (bits[window / 64] & (UINT64CONST(1) << (window % 64))) != 0;
 }
 
 /*
@@ -802,17 +813,9 @@ window_bit(const uint64 *bits, Size window)
 bool
 tb_shared_pool_read_in_place(int buf_id)
 {
-	const char *page;
-	Size		first;
-	Size		last;
-
 	Assert(worker.attached && buf_id >= 0 && buf_id < worker.ref.nbuffers);
-	if (worker.window_shift == HUGE_PAGE_SHIFT)
-		return true;
-	page = worker.pages + (Size) buf_id * BLCKSZ;
-	first = fault_window(page);
-	last = fault_window(page + BLCKSZ - 1);
-	return window_bit(worker.faulted, first) && window_bit(worker.faulted, last);
+	return worker.window_shift == HUGE_PAGE_SHIFT ||
+		touched(worker.pages + (Size) buf_id * BLCKSZ);
 }
 
 /*
