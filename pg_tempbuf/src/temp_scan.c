@@ -394,6 +394,8 @@ temp_scan_end(CustomScanState *node)
 
 	tb_ts_unpin_page(ts);
 	tb_pinset_release(&ts->pins);
+	/* Held from the first pass on: a rescan lists the same toast pages. */
+	tb_leader_pages_release(&ts->toast_pages);
 	tb_scan_run_end(&ts->run);
 	if (ts->toast)
 		tb_toast_reader_close(ts->toast);
