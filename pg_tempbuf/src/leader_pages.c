@@ -77,12 +77,14 @@ tb_leader_pages_serve_from_pool(void)
  * At the scan's start, in every participant: does this process list pages
  * for workers?  The leader of a plan made for copies, where its pool lives
  * in memory workers can map; otherwise its workers read the files it
- * writes.
+ * writes.  Where the leader runs user code while workers read, it pins
+ * none of them (page_guard.c): workers copy each, checked.
  */
 void
-tb_leader_pages_init(TbLeaderPageSet *set, bool planned)
+tb_leader_pages_init(TbLeaderPageSet *set, bool planned, bool leader_runs_code)
 {
 	set->copies = planned && !IsParallelWorker() && tb_leader_pages_readable();
+	set->leader_runs_code = leader_runs_code;
 	set->pins.npinned = 0;
 	set->pins.buffers = NULL;
 }
@@ -146,7 +148,7 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 	 * worker peeking at an unpinned page (page_source.c).
 	 */
 	if (set->pins.buffers == NULL && set->pins.npinned == 0)
-		tb_pinset_init(&set->pins, CurrentMemoryContext);
+		tb_pinset_init(&set->pins, CurrentMemoryContext, set->leader_runs_code);
 	for (int i = 0; i < set->nrels; i++)
 	{
 		list->relids[i] = set->relids[i];

@@ -27,6 +27,7 @@ typedef struct TbLeaderPageList TbLeaderPageList;
 typedef struct TbLeaderPageSet
 {
 	bool		copies;			/* the leader lists pages: it writes none */
+	bool		leader_runs_code;	/* user code above Gather: pin none */
 	int			nrels;
 	Oid			relids[TB_LEADER_PAGES_MAX_RELS];
 	TbResidentPage *resident[TB_LEADER_PAGES_MAX_RELS];
@@ -34,7 +35,7 @@ typedef struct TbLeaderPageSet
 	TbPinSet	pins;			/* the listed buffers, while workers read them */
 } TbLeaderPageSet;
 
-extern void tb_leader_pages_init(TbLeaderPageSet *set, bool planned);
+extern void tb_leader_pages_init(TbLeaderPageSet *set, bool planned, bool leader_runs_code);
 extern Size tb_leader_pages_collect(TbLeaderPageSet *set, Relation *rels, int nrels);
 extern void tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list);
 extern void tb_leader_pages_release(TbLeaderPageSet *set);

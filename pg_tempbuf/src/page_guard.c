@@ -29,7 +29,11 @@
  * buffers the leader could still read, prune and evict while a worker reads
  * the file; the leader keeps those that could be pruned to itself.  So do
  * pages the pin budget leaves out: pins never take more than three quarters
- * of the pool, so that the rest of the statement still finds buffers.
+ * of the pool, so that the rest of the plan still finds buffers; and none
+ * where the leader may run code of the user's while workers read (a
+ * function above Gather), which may pin as many buffers as it likes: what
+ * answers with pg_tempbuf.parallel_scan = off must answer with it on.
+ * Workers then copy the pages (page_source.c), checked.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,18 +59,22 @@ pins_left_free(void)
 /*
  * The pins a set may take: what the pool can spare, less what is pinned
  * already (another scan's set, a cursor), so that scans of one plan never
- * pin together more than three quarters of the pool.
+ * pin together more than three quarters of the pool; none where the leader
+ * runs user code while workers read (leader_runs_code).
  */
 void
-tb_pinset_init(TbPinSet *set, MemoryContext cxt)
+tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code)
 {
 	int			pinned = 0;
 
-	for (int i = 0; i < NLocBuffer; i++)
-		pinned += LocalRefCount[i] > 0;
 	set->cxt = cxt;
 	set->buffers = NULL;
 	set->npinned = 0;
+	set->room = 0;
+	if (leader_runs_code)
+		return;
+	for (int i = 0; i < NLocBuffer; i++)
+		pinned += LocalRefCount[i] > 0;
 	set->room = Max(0, NLocBuffer - pins_left_free() - pinned);
 }
 

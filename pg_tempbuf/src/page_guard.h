@@ -23,7 +23,7 @@ typedef struct TbPinSet
 	int			room;			/* the most pins the pool can spare */
 } TbPinSet;
 
-extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt);
+extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code);
 extern bool tb_pinset_add(TbPinSet *set, int buf_id);
 extern void tb_pinset_release(TbPinSet *set);
 extern bool tb_page_may_be_pruned(Page page);

@@ -210,6 +210,28 @@ tb_page_source_leader_page(Relation rel, const TbLeaderPage *page)
  * reads the file, where the eviction wrote it).  For pages the leader may
  * still evict; a page it keeps pinned is read in place instead.
  *
+ * Two looks at the descriptor prove the copy whole only if the buffer did
+ * not hold another page between them and then this one again (A, B, A).
+ * What keeps that from happening, and the test that fails without it:
+ *
+ *	- The leader's part of a parallel scan brings no page into a buffer:
+ *	  a Temp Seq Scan reads pages it does not hold from the file
+ *	  (tb_ts_load_page()), and the pages its workers copy are listed when
+ *	  the scan starts.  Its index and bitmap scans do read through local
+ *	  buffers, and a stock node above Gather may: to give this buffer back
+ *	  to A they must first take every other buffer of the pool (core hands
+ *	  them out round the clock, temp_buffers is at least 100), all within
+ *	  this copy of 8 kB.
+ *	- Code of the user's above Gather (a function, guard_pruning or
+ *	  guard_reads in the plan) can take buffers without bound, and then
+ *	  the scans pin nothing (page_guard.c): each copy is made twice and the
+ *	  two compared (compare_leader_copies), which an A, B, A between them
+ *	  fails.  test_guards.py's refill_during_copy under leader code forces
+ *	  that change in the middle of a copy, and gives a wrong answer with
+ *	  the comparison off.
+ *	- A page the leader may prune (pd_prune_xid set) is never copied
+ *	  unpinned under such code: it is the leader's alone (page_guard.c).
+ *
  * Under pg_tempbuf.debug_hazard the copy pauses in the middle of the page,
  * as a racing one could.
  */
@@ -415,6 +437,31 @@ copy_verified(Relation rel, const TbLeaderPage *page, char *dest, char *scratch)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(100L * (attempt + 1));
 	}
+}
+
+/*
+ * Worker: a page a scan listed unpinned, copied out of the leader's pool
+ * into dest; false when its buffer no longer holds it (read the file).
+ */
+bool
+tb_page_source_copy_listed(Relation rel, const TbLeaderPage *page, char *dest, char *scratch)
+{
+	Assert(IsParallelWorker() && !page->pinned);
+	return copy_verified(rel, page, dest, scratch);
+}
+
+/*
+ * Worker of a partial scan whose leader may run user code while it reads:
+ * that code may give a buffer this worker copies to another page and back
+ * between the copy's two looks at its descriptor; two equal copies rule
+ * that out (see copy_leader_once()).
+ */
+void
+tb_page_source_verify_leader_copies(void)
+{
+	Assert(IsParallelWorker());
+	if (!tb_debug_unprotected)
+		compare_leader_copies = true;
 }
 
 /*

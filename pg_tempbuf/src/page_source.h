@@ -35,6 +35,9 @@ typedef struct TbLeaderPage
 
 extern const TbLeaderPage *tb_leader_page_find(const TbLeaderPage *pages, int npages,
 											   BlockNumber blkno);
+extern bool tb_page_source_copy_listed(Relation rel, const TbLeaderPage *page, char *dest,
+									   char *scratch);
+extern void tb_page_source_verify_leader_copies(void);
 extern const char *tb_page_source_leader_page(Relation rel, const TbLeaderPage *page);
 extern void tb_page_source_read_leader_pool(Relation rel);
 extern bool tb_page_source_copy_from_pool(Relation rel, BlockNumber blkno, char *dest,

@@ -29,7 +29,9 @@
  * with the last process that holds them: when the session ends, also on
  * kill -9.  Opening /proc/<pid>/fd/<n> is a PTRACE_MODE_READ check, which
  * Yama does not restrict (it restricts attaching) and the usual seccomp
- * profiles allow (open and mmap).
+ * profiles allow (open and mmap); where a policy refuses it all the same,
+ * the leader learns so before its pool moves, and keeps it private
+ * (pool_memfd.c, which also seals the memfd against other processes).
  *
  * The pool moves into the mapping at a safe point: the first one after
  * local buffers exist (the planner's hook, or a scan's start), when no
@@ -63,6 +65,7 @@
 
 #include "compat.h"
 #include "guc.h"
+#include "pool_memfd.h"
 #include "shared_pool.h"
 
 #define POOL_MAGIC	UINT64CONST(0x7067745f706f6f6c) /* "pgt_pool" */
@@ -93,7 +96,7 @@ static struct
 	uint64		cookie;
 	int			nbuffers;
 	const char *refusal;		/* the system said no: not tried again */
-	char		refusal_text[160];
+	char		refusal_text[TB_POOL_REFUSAL_LEN];
 } leader;
 
 /* A worker's mapping of its leader's pool, for the worker's life. */
@@ -229,33 +232,6 @@ private_page_context(void)
 	return NULL;
 }
 
-static void
-refuse(const char *what)
-{
-	snprintf(leader.refusal_text, sizeof(leader.refusal_text), "%s: %m", what);
-	leader.refusal = leader.refusal_text;
-	ereport(DEBUG1,
-			(errmsg_internal("pg_tempbuf: local buffers stay private: %s",
-							 leader.refusal)));
-}
-
-/*
- * Where the kernel gives shared memory transparent huge pages on request
- * (/sys/kernel/mm/transparent_hugepage/shmem_enabled: advise), the pool's
- * memory comes in 2 MB pages, and a worker maps 2 MB with one page fault
- * where it would map 64 kB (4 kB pages, 16 at a time): a worker reading
- * pages scattered over the pool faults once per page otherwise, and tears
- * every mapping down when it exits, which the leader waits for.  Elsewhere
- * (never, the default of many distributions) this changes nothing.
- */
-static void
-ask_for_huge_pages(char *base, Size size)
-{
-#ifdef MADV_HUGEPAGE
-	(void) madvise(base, size, MADV_HUGEPAGE);
-#endif
-}
-
 /*
  * What one page fault of a worker maps of the pool, as a power of two: a
  * 2 MB huge page where the kernel's policy grants them to the request
@@ -279,54 +255,64 @@ fault_window_shift(void)
 	return FAULT_AROUND_SHIFT;
 }
 
-/* The memfd and its mapping, or false (and why, in leader.refusal). */
+/*
+ * The memfd and its mapping, its header written, sealed, and found
+ * readable by workers (pool_memfd.c); or false (and why, in leader.refusal).
+ */
 static bool
 create_mapping(int nbuffers)
 {
-#ifdef __linux__
-	Size		size = pool_size(nbuffers);
-	int			fd;
-	char	   *base;
+	TbPoolMemfd memfd;
+	PoolHeader *header;
 
+#ifdef __linux__
+	/* A hardened service's prctl(PR_SET_DUMPABLE, 0): no worker could open it. */
+	if (prctl(PR_GET_DUMPABLE) != 1)
+	{
+		leader.refusal = "the leader is not dumpable: workers may not open its /proc/<pid>/fd";
+		return false;
+	}
+#endif
 	if (!AcquireExternalFD())
 	{
 		/* Not a refusal: descriptors may be free again later. */
 		return false;
 	}
-	fd = memfd_create(POOL_NAME, MFD_CLOEXEC);
-	if (fd < 0)
+	if (!tb_pool_memfd_create(&memfd, pool_size(nbuffers), POOL_NAME, leader.refusal_text))
 	{
 		ReleaseExternalFD();
-		refuse("memfd_create failed");
+		leader.refusal = leader.refusal_text;
 		return false;
 	}
-	if (ftruncate(fd, (off_t) size) != 0)
-	{
-		close(fd);
-		ReleaseExternalFD();
-		refuse("could not size the local buffers' memfd");
-		return false;
-	}
-	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED)
-	{
-		close(fd);
-		ReleaseExternalFD();
-		refuse("could not map the local buffers' memfd");
-		return false;
-	}
-	ask_for_huge_pages(base, size);
-	leader.fd = fd;
-	leader.base = base;
-	leader.size = size;
-	leader.nbuffers = nbuffers;
 	if (!pg_strong_random(&leader.cookie, sizeof(leader.cookie)))
 		leader.cookie = ((uint64) MyProcPid << 32) ^ (uint64) MyStartTime;
+	header = (PoolHeader *) memfd.base;
+	header->magic = POOL_MAGIC;
+	header->cookie = leader.cookie;
+	header->nbuffers = nbuffers;
+	header->desc_offset = desc_offset();
+	header->page_offset = page_offset(nbuffers);
+	header->directory_offset = directory_offset(nbuffers);
+	pg_atomic_init_u32(&header->directory_version, 0);
+	header->directory_nruns = 0;
+	header->fault_window_shift = fault_window_shift();
+
+	if (!tb_pool_memfd_seal(&memfd, leader.refusal_text) ||
+		!tb_pool_memfd_probe(&memfd, POOL_MAGIC, leader.refusal_text))
+	{
+		tb_pool_memfd_destroy(&memfd);
+		ReleaseExternalFD();
+		leader.refusal = leader.refusal_text;
+		ereport(DEBUG1,
+				(errmsg_internal("pg_tempbuf: local buffers stay private: %s",
+								 leader.refusal)));
+		return false;
+	}
+	leader.fd = memfd.fd;
+	leader.base = memfd.base;
+	leader.size = memfd.size;
+	leader.nbuffers = nbuffers;
 	return true;
-#else
-	leader.refusal = "a shared pool of local buffers needs Linux";
-	return false;
-#endif
 }
 
 /*
@@ -365,15 +351,6 @@ tb_shared_pool_adopt(void)
 	}
 
 	header = (PoolHeader *) leader.base;
-	header->magic = POOL_MAGIC;
-	header->cookie = leader.cookie;
-	header->nbuffers = NLocBuffer;
-	header->desc_offset = desc_offset();
-	header->page_offset = page_offset(NLocBuffer);
-	header->directory_offset = directory_offset(NLocBuffer);
-	pg_atomic_init_u32(&header->directory_version, 0);
-	header->directory_nruns = 0;
-	header->fault_window_shift = fault_window_shift();
 	descs = (BufferDesc *) (leader.base + header->desc_offset);
 	pages = leader.base + header->page_offset;
 
@@ -404,11 +381,13 @@ tb_shared_pool_adopted(void)
 }
 
 /*
- * Leader: NULL when workers can map the pool now (adopting it if this is
- * a safe point), else why not, for EXPLAIN.
+ * Leader: may its workers read the pool now?  NULL when yes (adopting it if
+ * this is a safe point), else why not, for EXPLAIN.  The pool moves only
+ * once a worker could open it (create_mapping()), so a node whose workers
+ * cannot say that they could not (no shared state) relies on this answer.
  */
-static const char *
-tb_shared_pool_unavailable(void)
+const char *
+tb_shared_pool_unreadable(void)
 {
 	if (!tb_shared_pool_enabled)
 		return "pg_tempbuf.shared_pool is off";
@@ -417,33 +396,6 @@ tb_shared_pool_unavailable(void)
 	if (leader.refusal != NULL)
 		return leader.refusal;
 	return "local buffers were pinned when the pool could have moved";
-}
-
-/*
- * Leader: may its workers read the pool now?  As tb_shared_pool_unavailable(),
- * and the system lets other processes of its user open its /proc/<pid>/fd:
- * not where this process is not dumpable (a hardened service's
- * prctl(PR_SET_DUMPABLE, 0)).  A node whose workers cannot say that they
- * could not (no shared state) relies on this answer.
- */
-const char *
-tb_shared_pool_unreadable(void)
-{
-#ifdef __linux__
-	/* Asked for every path priced: the flag, once per backend. */
-	static int	dumpable = -1;
-	const char *reason = tb_shared_pool_unavailable();
-
-	if (reason != NULL)
-		return reason;
-	if (dumpable < 0)
-		dumpable = prctl(PR_GET_DUMPABLE) == 1;
-	if (!dumpable)
-		return "the leader is not dumpable: workers may not open its /proc/<pid>/fd";
-	return NULL;
-#else
-	return tb_shared_pool_unavailable();
-#endif
 }
 
 void
@@ -490,7 +442,7 @@ map_pool(const char *path, const TbSharedPoolRef *ref)
 		close(fd);
 		return err;
 	}
-	ask_for_huge_pages(base, size);
+	tb_pool_memfd_ask_huge_pages(base, size);
 	header = (const PoolHeader *) base;
 	if (header->magic != POOL_MAGIC || (ref->cookie != 0 && header->cookie != ref->cookie) ||
 		pool_size(header->nbuffers) != size)

@@ -267,7 +267,8 @@ bitmap_scan_create_state(CustomScan *cscan)
 	bs->run.est_flush_cost = strtod(strVal(list_nth(cscan->custom_private,
 												 TBP_EST_FLUSH_COST)), NULL);
 	bs->plan_copies = intVal(list_nth(cscan->custom_private, TBP_LEADER_COPIES));
-	tb_leader_pages_init(&bs->leader_pages, bs->plan_copies);
+	tb_leader_pages_init(&bs->leader_pages, bs->plan_copies,
+						 intVal(list_nth(cscan->custom_private, TBP_GUARD_READS)));
 	return (Node *) bs;
 }
 

@@ -319,7 +319,7 @@ index_scan_create_state(CustomScan *cscan)
 	is->guard_reads = intVal(list_nth(cscan->custom_private, TIP_GUARD_READS));
 	is->plan_copies = intVal(list_nth(cscan->custom_private, TIP_LEADER_COPIES));
 	is->pool_reads = intVal(list_nth(cscan->custom_private, TIP_POOL_READS));
-	tb_leader_pages_init(&is->leader_pages, is->plan_copies);
+	tb_leader_pages_init(&is->leader_pages, is->plan_copies, is->guard_reads);
 	return (Node *) is;
 }
 

@@ -485,6 +485,9 @@ temp_scan_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinat
 		if (tb_debug_hazard != TB_HAZARD_HANDSHAKE_STALL)
 			err = tb_shared_pool_attach(&ts->shared->pool);
 		ts->copies_from_leader = err == 0;
+		/* Pages listed unpinned are copied: twice, under user code. */
+		if (ts->copies_from_leader && ts->guard_pruning)
+			tb_page_source_verify_leader_copies();
 		/* No leader to write what it would read: see tb_ts_setup_shared(). */
 		if (err > 0 && !parallel_leader_participation &&
 			ts->shared->nleader_pages > 0)

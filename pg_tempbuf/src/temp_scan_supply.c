@@ -185,10 +185,11 @@ tb_ts_reset_pass(TempScanState *ts)
 
 /*
  * Worker: the page blkno where it lies in the leader's buffer (the pool's
- * mapping), or NULL when the leader did not list it.  Every listed page is
- * pinned by the leader until the scan ends (share_leader_pages()), so
- * nothing but hint bits changes it while this worker reads its tuples
- * there.
+ * mapping), a checked copy of it, or NULL when the leader did not list it
+ * or the copy found its buffer given to another page (then it is in the
+ * file).  A page listed pinned stays pinned by the leader until the scan
+ * ends (share_leader_pages()), so nothing but hint bits changes it while
+ * this worker reads its tuples there.
  *
  * Under pg_tempbuf.debug_hazard the worker pauses when it hands out the
  * page's first row, a pointer into the page, until its parent has read
@@ -205,6 +206,9 @@ leader_page_in_place(TempScanState *ts, BlockNumber blkno)
 	lp = tb_leader_page_find(ts->leader_pages, ts->shared->nleader_pages, blkno);
 	if (lp == NULL)
 		return NULL;
+	if (!lp->pinned)
+		return tb_page_source_copy_listed(rel, lp, ts->page_buf, ts->scratch) ?
+			ts->page_buf : NULL;
 	page = tb_page_source_leader_page(rel, lp);
 	ts->hazard_pending = page != NULL && tb_mid_read_hook != NULL;
 	return page;
@@ -325,7 +329,8 @@ collect_toast_pages(TempScanState *ts, bool pool)
 	tb_ts_decide_toast(ts);
 	/* A leader out of the scan could not cover workers that stay out. */
 	tb_leader_pages_init(&ts->toast_pages,
-						 pool && ts->fetch_toast && parallel_leader_participation);
+						 pool && ts->fetch_toast && parallel_leader_participation,
+						 ts->guard_pruning);
 	nrels = ts->toast_pages.copies ?
 		tb_toast_relations_open(ts->css.ss.ss_currentRelation, rels) : 0;
 	size = tb_leader_pages_collect(&ts->toast_pages, rels, nrels);
@@ -357,12 +362,13 @@ tb_ts_estimate_shared(TempScanState *ts, ParallelContext *pcxt)
 }
 
 /*
- * Leader: list the pages workers read in place in its pool: every page of
- * the table it holds, dirty or clean (a read in place costs a worker less
- * than a read call of the file).  Each listed buffer is pinned, so that it
- * holds that page, unchanged but for hint bits, until the scan ends
- * (page_guard.c); a dirty page the pin budget leaves out is one the leader
- * reads itself, a clean one workers read from the file.
+ * Leader: list the pages workers read in its pool: every page of the table
+ * it holds, dirty or clean (a read in place costs a worker less than a read
+ * call of the file).  A listed buffer is pinned where the pin budget allows
+ * (page_guard.c), so that it holds that page, unchanged but for hint bits,
+ * until the scan ends, and workers read it in place.  A dirty page the
+ * budget leaves out is listed unpinned, and workers copy it, checked
+ * (page_source.c); a clean one they read from the file.
  */
 static void
 share_leader_pages(TempScanState *ts, TempScanShared *shared)
@@ -387,17 +393,9 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 	{
 		if (!tb_debug_unprotected)
 		{
-			if (!tb_pinset_add(&ts->pins, ts->resident[i].buf_id))
-			{
-				if (ts->resident[i].dirty &&
-					!tb_reserve_block(tb_ts_reserved_map(shared), shared->reserved_bits,
-									  ts->resident[i].blkno))
-					elog(ERROR, "block %u of temporary table \"%s\" is beyond the scan's shared state",
-						 ts->resident[i].blkno,
-						 RelationGetRelationName(ts->css.ss.ss_currentRelation));
+			ts->resident[i].pinned = tb_pinset_add(&ts->pins, ts->resident[i].buf_id);
+			if (!ts->resident[i].pinned && !ts->resident[i].dirty)
 				continue;
-			}
-			ts->resident[i].pinned = true;
 		}
 
 		/*
@@ -413,6 +411,7 @@ share_leader_pages(TempScanState *ts, TempScanShared *shared)
 		}
 		pages[n].blkno = ts->resident[i].blkno;
 		pages[n].buf_id = ts->resident[i].buf_id;
+		pages[n].pinned = ts->resident[i].pinned || tb_debug_unprotected;
 		n++;
 	}
 	shared->nleader_pages = n;
@@ -442,7 +441,8 @@ guard_pages(TempScanState *ts, TempScanShared *shared)
 	const char *reason = NULL;
 
 	tb_pinset_release(&ts->pins);
-	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt);
+	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt,
+				   ts->guard_pruning && !tb_debug_unprotected);
 	memset(tb_ts_reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
 
 	share_leader_pages(ts, shared);

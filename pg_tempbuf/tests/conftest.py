@@ -53,10 +53,21 @@ def start_preloaded(pg_config_path: str, checksums: bool | None = None,
     return cluster
 
 
+# PGTB_SERVER_SHIM=NAME starts the shared cluster with tests/shims/NAME.c preloaded into the
+# server: the differential suites run once more so under a fault (see the Makefile).
+SERVER_SHIM = os.environ.get("PGTB_SERVER_SHIM") or None
+
+
 @pytest.fixture(scope="session")
 def preloaded_cluster(pg_config_path: str) -> Iterator[Cluster]:
     """A cluster with pg_tempbuf in shared_preload_libraries (initdb's checksum default)."""
-    cluster = start_preloaded(pg_config_path)
+    server_env = None
+    if SERVER_SHIM is not None:
+        shim = build_shim(SERVER_SHIM)
+        if isinstance(shim, str):
+            pytest.skip(shim)
+        server_env = {"LD_PRELOAD": str(shim)}
+    cluster = start_preloaded(pg_config_path, server_env=server_env)
     yield cluster
     cluster.cleanup()
 
@@ -173,6 +184,8 @@ def leader_pool_unavailable() -> str | None:
     which Yama leaves alone (it restricts attaching)."""
     if sys.platform != "linux":
         return "the leader's shared pool is Linux only"
+    if SERVER_SHIM == "deny_proc_fd":
+        return "the server denies opening another process's /proc/<pid>/fd (shims/deny_proc_fd.c)"
     return None
 
 

@@ -172,7 +172,9 @@ def test_parallel_equals_serial(preloaded_cluster: Cluster) -> None:
     assert written_read["interleaved"] + written_read["pipelined"] > 0, used
     # The leader read t while workers read it, and the guards had pages to protect.
     assert used["workers read while the leader read t"] > 0, used
-    assert used["guarded: pages pinned against the leader's changes"] > 0, used
+    # (Pinned where the pool serves; under code in the leader, or without the pool, kept.)
+    assert (used["guarded: pages pinned against the leader's changes"]
+            + used["guarded: pages kept by the leader"]) > 0, used
     if leader_pool_unavailable() is None:
         assert sum(n for fact, n in used.items() if fact.startswith("workers copied pages")) > 0, used
     else:
