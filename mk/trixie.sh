@@ -19,7 +19,7 @@
 set -eu
 
 ROOT=${TRIXIE_ROOT:-/var/cache/pg_tempbuf/trixie}
-PACKAGES="postgresql-17 postgresql-server-dev-17 gcc make libc6-dev git python3 python3-venv ca-certificates"
+PACKAGES="postgresql-17 postgresql-server-dev-17 postgresql-17-hypopg postgresql-17-pg-hint-plan gcc make libc6-dev git python3 python3-venv ca-certificates"
 STAMP="$ROOT/.pg_tempbuf-packages"
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 

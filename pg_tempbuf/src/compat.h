@@ -221,9 +221,11 @@ TbPinLocalBuffer(BufferDesc *desc)
 
 #if PG_VERSION_NUM >= 180000
 #define TbDisablePath(path)			((path)->disabled_nodes = 1)
+#define TbPathDisabled(path)		((path)->disabled_nodes > 0)
 #else
 #define TbDisablePath(path)			((path)->startup_cost += disable_cost, \
 									 (path)->total_cost += disable_cost)
+#define TbPathDisabled(path)		((path)->startup_cost >= disable_cost)
 #endif
 
 /*

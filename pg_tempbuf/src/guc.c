@@ -81,7 +81,11 @@ double		tb_buffer_scan_cost = DEFAULT_BUFFER_SCAN_COST;
 double		tb_read_page_cost = DEFAULT_READ_PAGE_COST;
 double		tb_parallel_margin = DEFAULT_PARALLEL_MARGIN;
 
-/* Called once, from _PG_init(). */
+/*
+ * Called once, from _PG_init().  The settings that change plans are
+ * GUC_EXPLAIN: EXPLAIN (SETTINGS) and auto_explain's log_settings show them
+ * where they differ from their defaults.
+ */
 void
 tb_define_gucs(void)
 {
@@ -90,7 +94,7 @@ tb_define_gucs(void)
 							 "The leader flushes the table's dirty pages and every participant reads the table's file.",
 							 &tb_parallel_scan_enabled,
 							 tb_parallel_scan_enabled,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("pg_tempbuf.index_scan",
@@ -98,7 +102,7 @@ tb_define_gucs(void)
 							 "Offers Temp Index Scan, Temp Index Only Scan and Temp Bitmap Heap Scan paths, when pg_tempbuf.parallel_scan is on too.",
 							 &tb_index_scan_enabled,
 							 tb_index_scan_enabled,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("pg_tempbuf.verify_reread",
@@ -115,7 +119,7 @@ tb_define_gucs(void)
 							 "the leader writes the dirty pages workers read from the table's file.",
 							 &tb_shared_pool_enabled,
 							 tb_shared_pool_enabled,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("pg_tempbuf.parallel_index_build",
@@ -166,7 +170,7 @@ tb_define_gucs(void)
 							 "In units of seq_page_cost; measure it with pglab flush-cost.",
 							 &tb_write_page_cost,
 							 DEFAULT_WRITE_PAGE_COST, 0.0, DBL_MAX,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("pg_tempbuf.buffer_scan_cost",
@@ -174,7 +178,7 @@ tb_define_gucs(void)
 							 "In units of seq_page_cost, per local buffer holding a page.",
 							 &tb_buffer_scan_cost,
 							 DEFAULT_BUFFER_SCAN_COST, 0.0, DBL_MAX,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("pg_tempbuf.read_page_cost",
@@ -182,7 +186,7 @@ tb_define_gucs(void)
 							 "In units of seq_page_cost, above the serial scan's local buffer hit on the same page; measure it with pglab flush-cost.",
 							 &tb_read_page_cost,
 							 DEFAULT_READ_PAGE_COST, 0.0, DBL_MAX,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	DefineCustomRealVariable("pg_tempbuf.parallel_margin",
@@ -190,7 +194,7 @@ tb_define_gucs(void)
 							 "Added to the cost of each of the extension's partial scans, so that a plan within the flush estimate's error of the serial one stays serial.",
 							 &tb_parallel_margin,
 							 DEFAULT_PARALLEL_MARGIN, 0.0, 10.0,
-							 PGC_USERSET, 0,
+							 PGC_USERSET, GUC_EXPLAIN,
 							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("pg_tempbuf");

@@ -32,6 +32,7 @@
 #include "optimizer/paths.h"
 #include "utils/rel.h"
 #include "utils/spccache.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "core_copies.h"
@@ -88,6 +89,17 @@ typedef struct TempIndexPath
 	double		est_flush_cost;
 	bool		leader_copies;	/* workers copy the leader's pages: no flush */
 } TempIndexPath;
+
+/*
+ * Is the index in the catalog?  Not one the planner knows only by its
+ * IndexOptInfo: a hypothetical index (hypopg's), which nothing can open.
+ * Such an index is left to core's paths.
+ */
+static bool
+index_in_catalog(IndexOptInfo *index)
+{
+	return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(index->indexoid));
+}
 
 /*
  * Add the index's dirty local pages, which the leader writes with the
@@ -341,7 +353,8 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 		TbScanPrice serial_price;
 		bool		from_pool;
 
-		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL)
+		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL ||
+			!index_in_catalog(index))
 			continue;
 		if (ipath->path.param_info &&
 			!is_parallel_safe(root, (Node *) ipath->path.param_info->ppi_clauses))
@@ -412,7 +425,7 @@ bitmap_tree_supported(Path *bitmapqual, TbScanPrice *price, List **indexoids,
 		IndexOptInfo *index = ipath->indexinfo;
 
 		if (index->relam != BTREE_AM_OID || ipath->indexorderbys != NIL ||
-			ipath->indexscandir == BackwardScanDirection)
+			ipath->indexscandir == BackwardScanDirection || !index_in_catalog(index))
 			return false;
 		if (!list_member_oid(*indexoids, index->indexoid))
 		{

@@ -78,7 +78,8 @@ tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
  * extension, write and newly dirtied page in pgBufferUsage, and what drops
  * buffers without one of those (DROP, TRUNCATE, our eviction) invalidates
  * the relation's relcache entry or calls tb_pool_census_reset().  Workers'
- * usage added to the leader's counters only costs a walk.  Only the
+ * usage added to the leader's counters only costs a walk, as do the pages
+ * our scans read from files, counted as reads (page_source.c).  Only the
  * invalidation of a table that was priced from the census counts: other
  * sessions' catalog changes arrive here too, all the time on a busy server.
  */

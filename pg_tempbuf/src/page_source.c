@@ -63,6 +63,7 @@
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/xlog.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
@@ -94,6 +95,29 @@ static bool read_leader_pool = false;
 
 /* Worker: the leader may prune a page while it is read (see below). */
 static bool leader_may_prune = false;
+
+/*
+ * A page counts as core counts a backend's reads of local buffers: one a
+ * worker found in the leader's pool as a hit, one read from the file as a
+ * read, so that EXPLAIN (BUFFERS), auto_explain and pg_stat_statements see
+ * a parallel scan's pages as they see the serial scan's, and add the
+ * workers' to the leader's as they do for shared buffers.  The leader's
+ * reads through its own buffers core counts.  A file read makes the pool's
+ * census walk the pool again at the next planning (localbuf_access.c):
+ * only after a scan that read files, bounded by the buffers in use.
+ */
+static inline void
+count_pool_hit(void)
+{
+	if (IsParallelWorker())
+		pgBufferUsage.local_blks_hit++;
+}
+
+static inline void
+count_file_read(void)
+{
+	pgBufferUsage.local_blks_read++;
+}
 
 /*
  * Worker of an index or bitmap scan under code the leader runs that may
@@ -149,7 +173,10 @@ tb_page_source_read_file(Relation rel, ForkNumber fork, BlockNumber blkno,
 			ok = memcmp(page, scratch, BLCKSZ) == 0;
 		}
 		if (ok)
+		{
+			count_file_read();
 			return attempt;
+		}
 
 		if (attempt + 1 >= TB_READ_ATTEMPTS)
 			ereport(ERROR,
@@ -199,6 +226,7 @@ tb_page_source_leader_page(Relation rel, const TbLeaderPage *page)
 	if (!holds_block(tb_shared_pool_desc(page->buf_id), TbRelationFileId(rel),
 					 page->blkno))
 		return NULL;
+	count_pool_hit();
 	return tb_shared_pool_page(page->buf_id);
 }
 
@@ -417,25 +445,30 @@ tb_leader_page_find(const TbLeaderPage *pages, int npages, BlockNumber blkno)
 static bool
 copy_verified(Relation rel, const TbLeaderPage *page, char *dest, char *scratch)
 {
-	bool		valid;
-
 	for (int attempt = 0;; attempt++)
 	{
-		valid = copy_leader_once(rel, page, dest);
-		if (!valid || !compare_leader_copies)
-			return valid;
-		valid = copy_leader_once(rel, page, scratch);
-		if (!valid || memcmp(dest, scratch, BLCKSZ) == 0)
-			return valid;
-		if (attempt + 1 >= TB_READ_ATTEMPTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("could not copy a consistent image of block %u of temporary table \"%s\" from the leader",
-							page->blkno, RelationGetRelationName(rel)),
-					 errdetail("Two copies differed %d times in a row.",
-							   TB_READ_ATTEMPTS)));
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(100L * (attempt + 1));
+		bool		valid = copy_leader_once(rel, page, dest);
+
+		if (valid && compare_leader_copies)
+		{
+			valid = copy_leader_once(rel, page, scratch);
+			if (valid && memcmp(dest, scratch, BLCKSZ) != 0)
+			{
+				if (attempt + 1 >= TB_READ_ATTEMPTS)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATA_CORRUPTED),
+							 errmsg("could not copy a consistent image of block %u of temporary table \"%s\" from the leader",
+									page->blkno, RelationGetRelationName(rel)),
+							 errdetail("Two copies differed %d times in a row.",
+									   TB_READ_ATTEMPTS)));
+				CHECK_FOR_INTERRUPTS();
+				pg_usleep(100L * (attempt + 1));
+				continue;
+			}
+		}
+		if (valid)
+			count_pool_hit();
+		return valid;
 	}
 }
 
@@ -654,6 +687,7 @@ tb_page_source_peek(TbPageSource *src, Relation rel, BlockNumber blkno, TbPeek *
 	peek->paused = tb_mid_read_hook != NULL &&
 		tb_mid_read_hook(blkno, NULL, true, false, tb_mid_read_arg);
 	src->reads++;
+	count_pool_hit();
 	if (tb_debug_peek == TB_PEEK_IN_PLACE ||
 		(tb_debug_peek == TB_PEEK_AUTO &&
 		 (again || tb_shared_pool_read_in_place(peek->buf_id))))

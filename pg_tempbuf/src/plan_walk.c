@@ -37,11 +37,14 @@
 #include "access/genam.h"
 #include "access/table.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_class.h"
 #include "nodes/makefuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "plan_walk.h"
 #include "scan_run.h"
@@ -230,7 +233,9 @@ index_scan_convertible(IndexScan *scan, Oid relid, bool inspects_storage)
 	bool		btree;
 	bool		toast_sensitive;
 
-	if (scan->indexorderby != NIL)
+	/* A hypothetical index (hypopg's) cannot be opened: the read stays stock. */
+	if (scan->indexorderby != NIL ||
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(scan->indexid)))
 		return false;
 	index = index_open(scan->indexid, NoLock);
 	btree = index->rd_rel->relam == BTREE_AM_OID;
@@ -379,6 +384,31 @@ set_flush_mode(Plan *gather)
 }
 
 /*
+ * The safety net: a stock scan of a temporary table below a Gather, which
+ * a worker would run, and core refuses to run (its last-line check in
+ * relation_open()).  Our paths never make one, but marking a temporary
+ * table consider_parallel lets any code that builds paths after us (another
+ * extension's hook rebuilding them with core's functions: pg_hint_plan
+ * does) make one.  The table to plan again without our paths, or
+ * InvalidOid.
+ */
+static Oid
+stock_temp_scan_under_gather(PlanScans *found)
+{
+	ListCell   *lc;
+
+	foreach(lc, found->scans)
+	{
+		ScanRef    *ref = lfirst(lc);
+
+		if (ref->under_gather && !is_private_read(*ref->link) &&
+			get_rel_persistence(ref->relid) == RELPERSISTENCE_TEMP)
+			return ref->relid;
+	}
+	return InvalidOid;
+}
+
+/*
  * Settle how the plan reads each temporary table that our scans read (see
  * the file header).  Returns the table to plan again without our paths,
  * or InvalidOid when the plan is final.
@@ -391,6 +421,7 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 	List	   *our_relids = NIL;
 	List	   *parallel_relids = NIL;
 	ListCell   *lc;
+	Oid			conflict;
 
 	collect_scans(&stmt->planTree, NULL, &found);
 	foreach(lc, stmt->subplans)
@@ -425,7 +456,7 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 			our_relids = list_append_unique_oid(our_relids, ref->relid);
 	}
 	if (our_relids == NIL)
-		return InvalidOid;
+		return stock_temp_scan_under_gather(&found);
 
 	if (!stmt->parallelModeNeeded)
 	{
@@ -472,6 +503,9 @@ tb_settle_temp_scans(PlannedStmt *stmt, bool inspects_storage,
 		 */
 		return ref->relid;
 	}
+	conflict = stock_temp_scan_under_gather(&found);
+	if (OidIsValid(conflict))
+		return conflict;
 
 	foreach(lc, found.gathers)
 		set_flush_mode(lfirst(lc));

@@ -45,6 +45,7 @@
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/paths.h"
+#include "optimizer/plancat.h"
 #include "optimizer/planner.h"
 #include "utils/lsyscache.h"
 
@@ -62,6 +63,12 @@
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
+static PlannedStmt *tb_planner(Query *parse, const char *query_string, int cursorOptions,
+							   ParamListInfo boundParams);
+static void tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+								RangeTblEntry *rte);
+static void offer_temp_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte);
+
 /*
  * Until this session creates a temporary table it has no temporary schema,
  * and there is nothing for us to do: the common case costs one test.
@@ -74,6 +81,21 @@ session_has_temp_tables(void)
 
 	GetTempNamespaceState(&temp_namespace, &temp_toast_namespace);
 	return OidIsValid(temp_namespace);
+}
+
+/*
+ * Does code of another extension take part in building paths?  Then a
+ * temporary table we mark consider_parallel may get stock parallel paths
+ * from it, which the plan walk's safety net sends back for planning again
+ * (plan_walk.c): keep the query to plan from.
+ */
+static bool
+others_build_paths(void)
+{
+	return prev_set_rel_pathlist_hook != NULL || set_rel_pathlist_hook != tb_set_rel_pathlist ||
+		prev_planner_hook != NULL || planner_hook != tb_planner ||
+		get_relation_info_hook != NULL || join_search_hook != NULL ||
+		create_upper_paths_hook != NULL;
 }
 
 static PlannedStmt *
@@ -143,7 +165,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	/* A statement of one query level asks once it gets paths of ours. */
 	if (!facts.flat)
 		facts.runs_opaque_code |= tb_outputs_user_types(parse);
-	if (tb_may_need_replan(&facts))
+	if (tb_may_need_replan(&facts) || others_build_paths())
 		pristine = copyObject(parse);
 
 	tb_planning.engaged = true;
@@ -265,13 +287,28 @@ mark_ancestors_parallel(PlannerInfo *root, RelOptInfo *rel)
 	return true;
 }
 
+/*
+ * The hook.  Our paths go in before the hooks loaded ahead of us run, not
+ * after: one that rebuilds a relation's paths with core's functions under
+ * settings of its own (pg_hint_plan, for a hinted relation) then replaces
+ * ours, and its hint means what it says, where settings it has already
+ * restored could not have told our paths so.  Should it build stock
+ * parallel paths of a temporary table we marked consider_parallel, the
+ * plan check plans again without ours for that table (plan_walk.c).
+ */
 static void
 tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
 {
+	offer_temp_paths(root, rel, rte);
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+}
 
+/* Our paths for rel, where it is a temporary table (or a child of one). */
+static void
+offer_temp_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte)
+{
 	/* Plain temporary tables, or partitions and children of one. */
 	if (!tb_planning.engaged ||
 		!tb_parallel_scan_enabled ||

@@ -3,9 +3,9 @@
  * pool_memfd.c
  *	  The memfd a leader's pool of local buffers lives in: made, its memory
  *	  reserved where the kernel could refuse it later, sealed against every
- *	  process but the leader, and probed as a worker would open it, before
- *	  the pool moves in (shared_pool.c).  Each step that fails leaves the
- *	  pool private, as stock PostgreSQL keeps it: never an error.
+ *	  process but the leader, before the pool moves in (shared_pool.c); and
+ *	  probed as a worker would open it.  Each step that fails leaves the
+ *	  pool the leader's alone, as stock PostgreSQL keeps it: never an error.
  *
  * Reserved.  A memfd's pages are charged when first written.  Under strict
  * overcommit (vm.overcommit_memory = 2, which PostgreSQL's documentation
@@ -33,9 +33,10 @@
  * /proc hidden or missing in a container may refuse it).  A worker that
  * found it refused in the middle of a plan built on the pool could not
  * answer: the pages the leader holds dirty are on no disk.  So the leader
- * asks first, once, in a child of its own: same user, same security
- * context, same filters as its workers, and nothing of PostgreSQL runs in
- * it (signals blocked, _exit()).
+ * asks first, once, before its first plan counts on the pool, in a child
+ * of its own: same user, same security context, same filters as its
+ * workers, and nothing of PostgreSQL runs in it (signals blocked,
+ * _exit()).
  *
  *-------------------------------------------------------------------------
  */

@@ -90,6 +90,27 @@ scan_columns_supported(RelOptInfo *rel, Relation relation, bool *toast_sensitive
  * to be chosen.  With nothing to flush, the plan is chosen as core chooses
  * one for a permanent table.
  */
+/*
+ * Is a sequential scan of rel disabled?  As core's Seq Scan path of it is:
+ * enable_seqscan = off, or the setting another extension had in force
+ * while core built the rel's paths (pg_hint_plan's NoSeqScan(t) and
+ * IndexScan(t) set it around its own hook, before ours adds paths).
+ */
+static bool
+seq_scan_disabled(RelOptInfo *rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = lfirst(lc);
+
+		if (path->pathtype == T_SeqScan && path->param_info == NULL)
+			return TbPathDisabled(path);
+	}
+	return !enable_seqscan;
+}
+
 static void
 cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 {
@@ -152,8 +173,8 @@ cost_temp_scan(Path *path, RelOptInfo *rel, const TbScanPrice *price)
 	path->total_cost = startup_cost + cpu_run_cost + extra_run + page_cost +
 		margin;
 
-	/* It is a sequential scan: enable_seqscan = off applies to it too. */
-	if (!enable_seqscan)
+	/* It is a sequential scan: disabled where core's is. */
+	if (seq_scan_disabled(rel))
 		TbDisablePath(path);
 }
 

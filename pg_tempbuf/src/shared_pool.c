@@ -97,6 +97,9 @@ static struct
 	int			nbuffers;
 	const char *refusal;		/* the system said no: not tried again */
 	char		refusal_text[TB_POOL_REFUSAL_LEN];
+	bool		probed;			/* asked whether a worker could open it */
+	const char *unreadable;		/* the answer, when no */
+	char		unreadable_text[TB_POOL_REFUSAL_LEN];
 } leader;
 
 /* A worker's mapping of its leader's pool, for the worker's life. */
@@ -256,8 +259,8 @@ fault_window_shift(void)
 }
 
 /*
- * The memfd and its mapping, its header written, sealed, and found
- * readable by workers (pool_memfd.c); or false (and why, in leader.refusal).
+ * The memfd and its mapping, its header written and sealed (pool_memfd.c);
+ * or false (and why, in leader.refusal).
  */
 static bool
 create_mapping(int nbuffers)
@@ -297,8 +300,7 @@ create_mapping(int nbuffers)
 	header->directory_nruns = 0;
 	header->fault_window_shift = fault_window_shift();
 
-	if (!tb_pool_memfd_seal(&memfd, leader.refusal_text) ||
-		!tb_pool_memfd_probe(&memfd, POOL_MAGIC, leader.refusal_text))
+	if (!tb_pool_memfd_seal(&memfd, leader.refusal_text))
 	{
 		tb_pool_memfd_destroy(&memfd);
 		ReleaseExternalFD();
@@ -382,20 +384,35 @@ tb_shared_pool_adopted(void)
 
 /*
  * Leader: may its workers read the pool now?  NULL when yes (adopting it if
- * this is a safe point), else why not, for EXPLAIN.  The pool moves only
- * once a worker could open it (create_mapping()), so a node whose workers
- * cannot say that they could not (no shared state) relies on this answer.
+ * this is a safe point), else why not, for EXPLAIN.  The first time a plan
+ * would count on it, a child of the leader opens it as a worker would
+ * (pool_memfd.c): a node whose workers cannot say that they could not (no
+ * shared state) relies on this answer.  Asked then, not when the pool
+ * moves: a session that never runs a parallel plan pays no probe.  Where
+ * the answer is no, the pool stays where it is, the leader's alone.
  */
 const char *
 tb_shared_pool_unreadable(void)
 {
 	if (!tb_shared_pool_enabled)
 		return "pg_tempbuf.shared_pool is off";
-	if (tb_shared_pool_adopt())
-		return NULL;
-	if (leader.refusal != NULL)
-		return leader.refusal;
-	return "local buffers were pinned when the pool could have moved";
+	if (!tb_shared_pool_adopt())
+		return leader.refusal != NULL ? leader.refusal :
+			"local buffers were pinned when the pool could have moved";
+	if (!leader.probed)
+	{
+		TbPoolMemfd memfd = {leader.fd, leader.base, leader.size};
+
+		leader.probed = true;
+		if (!tb_pool_memfd_probe(&memfd, POOL_MAGIC, leader.unreadable_text))
+		{
+			leader.unreadable = leader.unreadable_text;
+			ereport(DEBUG1,
+					(errmsg_internal("pg_tempbuf: parallel workers will not read the local buffers: %s",
+									 leader.unreadable)));
+		}
+	}
+	return leader.unreadable;
 }
 
 void

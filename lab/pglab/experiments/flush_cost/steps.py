@@ -167,9 +167,10 @@ class SizeSession:
             opt.DRY_READ: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
             opt.HIT_CHECK: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
             opt.SCAN_RESIDENT: [(e.local_hit == n and e.local_read == 0, f"local hit = {n}, no reads")],
-            # Private reads bypass local buffers: no hit, no read; and a worker did them.
+            # Private reads bypass local buffers, and a worker did them: each a read of the
+            # file, which the worker counts as a local read (as core counts a backend's).
             opt.SCAN_PRIVATE: [
-                (e.local_hit == 0 and e.local_read == 0, "no local buffer access"),
+                (e.local_hit == 0 and e.local_read == n, f"no local hit, local read = {n} (the worker's)"),
                 ("Workers Launched: 1" in self._last_plan and "Temp Seq Scan" in self._last_plan,
                  "one worker launched, running Temp Seq Scan"),
             ],
@@ -180,7 +181,8 @@ class SizeSession:
                 ("Index Scan using" in self._last_plan, "core's Index Scan"),
             ],
             opt.INDEX_PRIVATE: [
-                (e.local_hit == 0 and e.local_read == 0, "no local buffer access"),
+                (e.local_hit == 0 and e.local_read >= n,
+                 f"no local hit, local read >= {n} (the worker's, heap and index)"),
                 ("Workers Launched: 1" in self._last_plan and "Temp Index Scan" in self._last_plan,
                  "one worker launched, running Temp Index Scan"),
             ],
