@@ -36,33 +36,8 @@ NO_VALID_UNTIL="-o Acquire::Check-Valid-Until=false"
 
 die() { echo "mk/sid.sh: $*" >&2; exit 1; }
 
-# The host's Debian mirror: the first non-security .../debian URI apt uses.
-mirror() {
-    if [ -n "${SID_MIRROR:-}" ]; then echo "$SID_MIRROR"; return; fi
-    found=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
-        | grep -v '^[[:space:]]*#' | grep -oE 'https?://[^ ]+/debian/?( |$)' | head -n 1 | tr -d ' ')
-    echo "${found:-http://deb.debian.org/debian}"
-}
-
-# CMD... inside the root with /proc, /dev and the repository mounted, in a
-# mount namespace of its own.
-in_root() {
-    unshare --mount --propagation private sh -eu -c '
-        root=$1 repo=$2; shift 2
-        mount -t proc proc "$root/proc"
-        mount --rbind /dev "$root/dev"
-        mkdir -p "$root$repo"
-        mount --bind "$repo" "$root$repo"
-        cp /etc/resolv.conf "$root/etc/resolv.conf"
-        if [ -f /etc/ssl/certs/ca-certificates.crt ] && [ -d "$root/etc/ssl/certs" ]; then
-            cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
-        fi
-        exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 \
-            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-            $(env | grep -E "^(CI|PIP_[A-Z_]+|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY)=" | grep -v "^PIP_FIND_LINKS=") \
-            "$@"
-    ' in_root "$ROOT" "$REPO" "$@"
-}
+MIRROR_OVERRIDE=${SID_MIRROR:-}
+. "$REPO/mk/debian_root.sh"
 
 setup() {
     [ "$(id -u)" -eq 0 ] || die "making the sid root needs root (debootstrap, chroot)"

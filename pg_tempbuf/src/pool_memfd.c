@@ -65,17 +65,29 @@ refuse_with_errno(char *refusal, const char *what)
 	snprintf(refusal, TB_POOL_REFUSAL_LEN, "%s: %m", what);
 }
 
+/* A kernel setting's text into buf (size bytes, terminated); false if unreadable. */
+static bool
+read_kernel_setting(const char *path, char *buf, Size size)
+{
+	int			fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t		len = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (len <= 0)
+		return false;
+	buf[len] = '\0';
+	return true;
+}
+
 /* vm.overcommit_memory = 2: the kernel may refuse memory at a page fault. */
 static bool
 strict_overcommit(void)
 {
 	char		mode[8];
-	int			fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
-	ssize_t		len = fd >= 0 ? read(fd, mode, sizeof(mode) - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	return len > 0 && mode[0] == '2';
+	return read_kernel_setting("/proc/sys/vm/overcommit_memory", mode, sizeof(mode)) &&
+		mode[0] == '2';
 }
 
 /*
@@ -269,6 +281,26 @@ tb_pool_memfd_destroy(TbPoolMemfd *memfd)
 }
 
 #endif							/* __linux__ */
+
+/*
+ * Does the kernel give the pool's memory transparent huge pages, on the
+ * request below (shmem_enabled advise) or by policy?
+ */
+bool
+tb_pool_memfd_huge_pages(void)
+{
+#ifdef __linux__
+	char		policy[128];
+
+	if (!read_kernel_setting("/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+							 policy, sizeof(policy)))
+		return false;
+	return strstr(policy, "[always]") || strstr(policy, "[within_size]") ||
+		strstr(policy, "[advise]") || strstr(policy, "[force]");
+#else
+	return false;
+#endif
+}
 
 /*
  * Where the kernel gives shared memory transparent huge pages on request

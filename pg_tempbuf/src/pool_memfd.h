@@ -27,5 +27,6 @@ extern bool tb_pool_memfd_seal(TbPoolMemfd *memfd, char *refusal);
 extern bool tb_pool_memfd_probe(const TbPoolMemfd *memfd, uint64 magic, char *refusal);
 extern void tb_pool_memfd_destroy(TbPoolMemfd *memfd);
 extern void tb_pool_memfd_ask_huge_pages(char *base, Size size);
+extern bool tb_pool_memfd_huge_pages(void);
 
 #endif							/* TB_POOL_MEMFD_H */

@@ -237,25 +237,13 @@ private_page_context(void)
 
 /*
  * What one page fault of a worker maps of the pool, as a power of two: a
- * 2 MB huge page where the kernel's policy grants them to the request
- * above, else fault-around's 64 kB (its default; only root may change it).
+ * 2 MB huge page where the kernel's policy grants them to the pool's
+ * memory, else fault-around's 64 kB (its default; only root may change it).
  */
 static int
 fault_window_shift(void)
 {
-	char		policy[128];
-	int			fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
-	ssize_t		len = fd >= 0 ? read(fd, policy, sizeof(policy) - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (len <= 0)
-		return FAULT_AROUND_SHIFT;
-	policy[len] = '\0';
-	if (strstr(policy, "[always]") || strstr(policy, "[within_size]") ||
-		strstr(policy, "[advise]") || strstr(policy, "[force]"))
-		return HUGE_PAGE_SHIFT;
-	return FAULT_AROUND_SHIFT;
+	return tb_pool_memfd_huge_pages() ? HUGE_PAGE_SHIFT : FAULT_AROUND_SHIFT;
 }
 
 /*
