@@ -55,6 +55,10 @@ def test_quick_end_to_end(tmp_path: Path, pg_config_path: str, capsys: pytest.Ca
     assert decisions["lost"]["1"] >= decisions["lost"]["0.95"] >= decisions["lost"]["0.9"]
     assert results["model_error"]["count"] <= decisions["chosen"]
     assert results["acceptance"][-1]["passed"]  # any geomean is above the made-up baseline's 0.01
+    # Equal memory: the copy held in shared buffers sized as the temporary tables' pool, prewarmed.
+    assert results["server"]["shared_buffers"] == results["tpch_temp_buffers"] == "2GB"
+    assert any(n.startswith("shared_buffers = 2GB, temp_buffers = 2GB: the UNLOGGED copy") and "prewarmed by" in n
+               for n in results["notes"]), results["notes"]
 
     section = json.loads((out / "section.json").read_text())
     assert section["experiment"] == "regret" and section["plots"] == ["ratios.png"]
@@ -127,6 +131,8 @@ def test_defaults_and_quick() -> None:
     assert full.session_temp_buffers == "512MB" and full.workers == 2 and full.session_sizes.big_rows == 500_000
     quick = options_from(build_parser().parse_args(["regret", "--quick", "--no-shapes"]))
     assert quick.scale == 0.01 and quick.iterations < full.iterations and quick.shapes == ()
+    assert full.shared_buffers is None  # the TPC-H temp_buffers: the copy held as the temp tables are
+    assert options_from(build_parser().parse_args(["regret", "--shared-buffers", "server"])).shared_buffers == "server"
 
 
 @pytest.mark.parametrize(
@@ -139,6 +145,8 @@ def test_defaults_and_quick() -> None:
         (["--shapes", "nope"], "unknown nope"),
         (["--no-tpch", "--no-sessions", "--no-shapes"], "nothing to measure"),
         (["--session-temp-buffers", "lots"], "not a size"),
+        (["--shared-buffers", "lots"], "not a size"),
+        (["--shared-buffers", "1GB", "--dsn", "host=/nowhere"], "not with --dsn"),
         (["--baseline", "/nonexistent.json"], "cannot read"),
         (["--baseline", "/dev/null", "--no-tpch"], "not with --no-tpch"),
         (["--out", "/nonexistent/dir/x"], "parent directory"),

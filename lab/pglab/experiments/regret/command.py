@@ -60,6 +60,10 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--tpch-temp-buffers", metavar="SIZE",
                         help="temp_buffers of the TPC-H session (default: enough to hold the scale, as "
                              "temp-shapes --tpch-all-temp)")
+    parser.add_argument("--shared-buffers", metavar="SIZE",
+                        help="shared_buffers of the throwaway server (default: the TPC-H temp_buffers, so that the "
+                             "UNLOGGED copy is held in memory as the temporary tables are, each prewarmed; "
+                             f"'{opt.SERVER_DEFAULT}': the server's own, the copy read through the kernel's page cache)")
     parser.add_argument("--baseline", type=Path, metavar="RESULTS_JSON",
                         help="results.json of an earlier pglab regret (or temp-shapes --tpch-all-temp) run: its TPC-H "
                              "geomeans are the line for issue 28's \"geomean not lower than today\"")
@@ -108,9 +112,13 @@ def options_from(args: argparse.Namespace) -> RegretOptions:
     if not (queries or sessions or shapes):
         raise LabError("--no-tpch, --no-sessions and --no-shapes leave nothing to measure")
     for option, value in (("--session-temp-buffers", args.session_temp_buffers),
-                          ("--tpch-temp-buffers", args.tpch_temp_buffers)):
-        if value is not None and not _SIZE.match(value):
+                          ("--tpch-temp-buffers", args.tpch_temp_buffers),
+                          ("--shared-buffers", args.shared_buffers)):
+        if value is not None and not _SIZE.match(value) and not (option == "--shared-buffers"
+                                                                and value == opt.SERVER_DEFAULT):
             raise LabError(f"{option} {value}: not a size like 512MB or 2GB")
+    if args.shared_buffers is not None and args.dsn is not None:
+        raise LabError("--shared-buffers sizes the throwaway server: not with --dsn (set it on that server)")
     if args.baseline is not None:
         if not queries:
             raise LabError("--baseline compares TPC-H geomeans: not with --no-tpch")
@@ -132,6 +140,7 @@ def options_from(args: argparse.Namespace) -> RegretOptions:
         shapes=tuple(shapes),
         out_dir=args.out,
         tpch_temp_buffers=args.tpch_temp_buffers,
+        shared_buffers=args.shared_buffers,
         baseline=args.baseline,
         pg_config=args.pg_config,
         dsn=args.dsn,
