@@ -177,13 +177,3 @@ tb_guard_prunable_pages(Relation rel, TbResidentPage *resident, int nresident,
 	}
 	return true;
 }
-
-/* Mark blkno for the leader to read itself (see tb_guard_prunable_pages). */
-bool
-tb_reserve_block(uint64 *reserved, BlockNumber reserved_bits, BlockNumber blkno)
-{
-	if (reserved == NULL || blkno >= reserved_bits)
-		return false;
-	reserve_block(reserved, blkno);
-	return true;
-}

@@ -29,8 +29,6 @@ extern void tb_pinset_release(TbPinSet *set);
 extern bool tb_page_may_be_pruned(Page page);
 extern bool tb_block_reserved(const uint64 *reserved, BlockNumber nbits,
 							  BlockNumber blkno);
-extern bool tb_reserve_block(uint64 *reserved, BlockNumber reserved_bits,
-							 BlockNumber blkno);
 extern bool tb_guard_prunable_pages(Relation rel, TbResidentPage *resident,
 									int nresident, TbPinSet *pins,
 									uint64 *reserved, BlockNumber reserved_bits,

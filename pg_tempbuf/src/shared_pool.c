@@ -90,9 +90,7 @@ typedef struct PoolHeader
 static struct
 {
 	bool		adopted;
-	int			fd;
-	char	   *base;
-	Size		size;
+	TbPoolMemfd memfd;			/* its descriptor, mapping and size */
 	uint64		cookie;
 	int			nbuffers;
 	const char *refusal;		/* the system said no: not tried again */
@@ -246,6 +244,17 @@ fault_window_shift(void)
 	return tb_pool_memfd_huge_pages() ? HUGE_PAGE_SHIFT : FAULT_AROUND_SHIFT;
 }
 
+/* The system said no: the pool stays private, and is not tried again. */
+static bool
+refuse(const char *why)
+{
+	leader.refusal = why;
+	ereport(DEBUG1,
+			(errmsg_internal("pg_tempbuf: local buffers stay private: %s",
+							 leader.refusal)));
+	return false;
+}
+
 /*
  * The memfd and its mapping, its header written and sealed (pool_memfd.c);
  * or false (and why, in leader.refusal).
@@ -259,10 +268,7 @@ create_mapping(int nbuffers)
 #ifdef __linux__
 	/* A hardened service's prctl(PR_SET_DUMPABLE, 0): no worker could open it. */
 	if (prctl(PR_GET_DUMPABLE) != 1)
-	{
-		leader.refusal = "the leader is not dumpable: workers may not open its /proc/<pid>/fd";
-		return false;
-	}
+		return refuse("the leader is not dumpable: workers may not open its /proc/<pid>/fd");
 #endif
 	if (!AcquireExternalFD())
 	{
@@ -272,8 +278,7 @@ create_mapping(int nbuffers)
 	if (!tb_pool_memfd_create(&memfd, pool_size(nbuffers), POOL_NAME, leader.refusal_text))
 	{
 		ReleaseExternalFD();
-		leader.refusal = leader.refusal_text;
-		return false;
+		return refuse(leader.refusal_text);
 	}
 	if (!pg_strong_random(&leader.cookie, sizeof(leader.cookie)))
 		leader.cookie = ((uint64) MyProcPid << 32) ^ (uint64) MyStartTime;
@@ -292,15 +297,9 @@ create_mapping(int nbuffers)
 	{
 		tb_pool_memfd_destroy(&memfd);
 		ReleaseExternalFD();
-		leader.refusal = leader.refusal_text;
-		ereport(DEBUG1,
-				(errmsg_internal("pg_tempbuf: local buffers stay private: %s",
-								 leader.refusal)));
-		return false;
+		return refuse(leader.refusal_text);
 	}
-	leader.fd = memfd.fd;
-	leader.base = memfd.base;
-	leader.size = memfd.size;
+	leader.memfd = memfd;
 	leader.nbuffers = nbuffers;
 	return true;
 }
@@ -340,9 +339,9 @@ tb_shared_pool_adopt(void)
 		return false;
 	}
 
-	header = (PoolHeader *) leader.base;
-	descs = (BufferDesc *) (leader.base + header->desc_offset);
-	pages = leader.base + header->page_offset;
+	header = (PoolHeader *) leader.memfd.base;
+	descs = (BufferDesc *) (leader.memfd.base + header->desc_offset);
+	pages = leader.memfd.base + header->page_offset;
 
 	/* From here on nothing may fail: core's pointers change one by one. */
 	private_descs = LocalBufferDescriptors;
@@ -389,10 +388,8 @@ tb_shared_pool_unreadable(void)
 			"local buffers were pinned when the pool could have moved";
 	if (!leader.probed)
 	{
-		TbPoolMemfd memfd = {leader.fd, leader.base, leader.size};
-
 		leader.probed = true;
-		if (!tb_pool_memfd_probe(&memfd, POOL_MAGIC, leader.unreadable_text))
+		if (!tb_pool_memfd_probe(&leader.memfd, POOL_MAGIC, leader.unreadable_text))
 		{
 			leader.unreadable = leader.unreadable_text;
 			ereport(DEBUG1,
@@ -408,9 +405,9 @@ tb_shared_pool_describe(TbSharedPoolRef *ref)
 {
 	Assert(leader.adopted);
 	ref->leader_pid = MyProcPid;
-	ref->fd = leader.fd;
+	ref->fd = leader.memfd.fd;
 	ref->cookie = leader.cookie;
-	ref->size = leader.size;
+	ref->size = leader.memfd.size;
 	ref->nbuffers = leader.nbuffers;
 }
 
@@ -572,14 +569,14 @@ tb_shared_pool_attach_leader(void)
 TbPoolRun *
 tb_shared_pool_directory_begin(int *capacity)
 {
-	PoolHeader *header = (PoolHeader *) leader.base;
+	PoolHeader *header = (PoolHeader *) leader.memfd.base;
 
 	Assert(leader.adopted);
 	pg_atomic_write_u32(&header->directory_version,
 						pg_atomic_read_u32(&header->directory_version) + 1);
 	pg_write_barrier();
 	*capacity = leader.nbuffers;
-	return (TbPoolRun *) (leader.base + header->directory_offset);
+	return (TbPoolRun *) (leader.memfd.base + header->directory_offset);
 }
 
 static int
@@ -598,8 +595,8 @@ compare_runs(const void *a, const void *b)
 void
 tb_shared_pool_directory_end(int nruns)
 {
-	PoolHeader *header = (PoolHeader *) leader.base;
-	TbPoolRun  *runs = (TbPoolRun *) (leader.base + header->directory_offset);
+	PoolHeader *header = (PoolHeader *) leader.memfd.base;
+	TbPoolRun  *runs = (TbPoolRun *) (leader.memfd.base + header->directory_offset);
 
 	Assert(nruns <= leader.nbuffers);
 	qsort(runs, nruns, sizeof(TbPoolRun), compare_runs);
@@ -667,11 +664,11 @@ tb_pool_runs_of_file(const TbPoolRun *runs, int nruns, TbRelFileId file, int *co
 const TbPoolRun *
 tb_shared_pool_directory(int *nruns)
 {
-	PoolHeader *header = (PoolHeader *) leader.base;
+	PoolHeader *header = (PoolHeader *) leader.memfd.base;
 
 	Assert(leader.adopted);
 	*nruns = header->directory_nruns;
-	return (const TbPoolRun *) (leader.base + header->directory_offset);
+	return (const TbPoolRun *) (leader.memfd.base + header->directory_offset);
 }
 
 /*
