@@ -48,6 +48,10 @@ def test_tiny_grid_end_to_end(tmp_path: Path, pg_config_path: str) -> None:
 
     results = json.loads((out / "results.json").read_text())
     assert results["server"]["version"]
+    # Equal memory: the default 32MB pool is below the server's 128MB, which stays; the copy prewarmed.
+    assert results["server"]["shared_buffers"] == "128MB"
+    assert [n for n in results["notes"] if n.startswith("shared_buffers = 128MB, temp_buffers = 32MB: the UNLOGGED "
+                                                         "copy") and "prewarmed by" in n], results["notes"]
     assert {s["variant"] for s in results["speedups"]} == variants
     assert results["regret"]["cases"] == 3 * 3  # dirty shares x queries
     section = json.loads((out / "section.json").read_text())
@@ -184,6 +188,8 @@ def test_plans_pool_their_runs() -> None:
         (["--out", "/nonexistent/dir/x"], "parent directory"),
         (["--pg-config", "/nonexistent/pg_config"], "pg_config not found"),
         (["--dsn", "host=/nonexistent port=1", "--checksums"], "only apply to a throwaway cluster"),
+        (["--shared-buffers", "lots"], "not a size"),
+        (["--shared-buffers", "1GB", "--dsn", "host=/nowhere"], "not with --dsn"),
     ],
 )
 def test_bad_options(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -83,6 +83,10 @@ def test_quick_tpch_all_temp(tmp_path: Path, pg_config_path: str) -> None:
     assert on and all(("Custom Scan (Temp" in p["scans"]) == (p["plan"] != "serial") for p in on), on
     results = json.loads((out / "results.json").read_text())
     assert results["options"]["tpch_all_temp"] and results["tpch_temp_buffers"] == "256MB"
+    # Equal memory: shared_buffers holds the copy as the TPC-H session's pool holds the tables, both warm.
+    assert results["server"]["shared_buffers"] == "256MB"
+    assert any(n.startswith("shared_buffers = 256MB, temp_buffers = 256MB: the UNLOGGED copy") and "prewarmed by" in n
+               for n in results["notes"]), results["notes"]
     assert results["table_bytes"]["pg_temp.lineitem"] > 0 and results["table_bytes"]["pglab_ts.lineitem"] > 0
     items = {i["item"]: i for i in results["items"]}
     assert all(i["reference"] == "unlogged" and i["results_equal"] for i in items.values())

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pglab import equal_memory as em
 from pglab.cliargs import (
     add_out_argument,
     add_target_arguments,
@@ -84,6 +85,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--temp-buffers", type=memory_size, default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
                         help="temp_buffers of every session, set before its first temporary table; should hold the "
                              "largest table (default %(default)s)")
+    em.add_shared_buffers_argument(parser)
     parser.add_argument("--table-parallel-workers", type=non_negative_int, metavar="N",
                         help="the tables' parallel_workers storage parameter, which core's rule takes instead of the "
                              "size and maintenance_work_mem (default: not set)")
@@ -102,6 +104,8 @@ def add_parser(commands: Any) -> None:
 def options_from(args: argparse.Namespace) -> IndexBuildOptions:
     check_out_and_pg_config(args)
     check_checksums_target(args)
+    if args.shared_buffers is not None and args.dsn is not None:
+        raise LabError("--shared-buffers sizes the throwaway server: not with --dsn (set it on that server)")
     if not args.keys:
         raise LabError("--keys: at least one key type")
     return IndexBuildOptions(
@@ -117,6 +121,7 @@ def options_from(args: argparse.Namespace) -> IndexBuildOptions:
         pg_config=args.pg_config,
         dsn=args.dsn,
         checksums=args.checksums,
+        shared_buffers=args.shared_buffers,
         quick=args.quick,
     )
 

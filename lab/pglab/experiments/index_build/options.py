@@ -33,4 +33,7 @@ class IndexBuildOptions:
     pg_config: Path | None = None
     dsn: str | None = None
     checksums: bool | None = None  # the throwaway cluster's data checksums; None: initdb's default
+    # The throwaway server's shared_buffers: None for equal memory (the UNLOGGED copy's build may keep in
+    # shared_buffers what the temporary table keeps in temp_buffers), 'server' for its own (pglab.equal_memory).
+    shared_buffers: str | None = None
     quick: bool = False

@@ -22,6 +22,7 @@ import psycopg
 from psycopg.errors import Diagnostic
 from rich.console import Console
 
+from pglab import equal_memory as em
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
 from pglab.experiments.index_build import analysis as an
@@ -217,8 +218,9 @@ def run_index_build(options: IndexBuildOptions, console: Console) -> IndexBuildR
                         modes=modes, session_settings={str(m): session_settings(m, options) for m in modes})
     run.machine["load_average_start"] = load_average()
     processes = str(max(MIN_WORKER_PROCESSES, options.workers + 1))
-    settings = {"shared_preload_libraries": EXTENSION, "max_worker_processes": processes,
-                "max_parallel_workers": processes}
+    settings = em.server_settings({"shared_preload_libraries": EXTENSION, "max_worker_processes": processes,
+                                   "max_parallel_workers": processes},
+                                  options.shared_buffers, (options.temp_buffers,), options.dsn)
     with open_target(options.pg_config, options.dsn, options.checksums, require_extension=EXTENSION,
                      settings=settings) as target:
         with target.connect() as admin:

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pglab import equal_memory as em
 from pglab.cliargs import (
     add_target_arguments,
     check_checksums_target,
@@ -16,6 +17,7 @@ from pglab.cliargs import (
     positive_int_list,
     resolve_out_dir,
 )
+from pglab.errors import LabError
 from pglab.experiments.parallel_temp import options as opt
 from pglab.experiments.parallel_temp.options import ParallelTempOptions
 
@@ -44,6 +46,7 @@ def add_parser(commands: Any) -> None:
                         help=f"timed runs per cell (default {opt.DEFAULT_REPETITIONS})")
     parser.add_argument("--temp-buffers", default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
                         help="temp_buffers of the measuring session (default %(default)s)")
+    em.add_shared_buffers_argument(parser)
     parser.add_argument("--quick", action="store_true",
                         help=f"small grid for a demo: rows {','.join(map(str, opt.QUICK_ROWS))}, "
                              f"{opt.QUICK_REPETITIONS} repetitions")
@@ -65,6 +68,8 @@ def add_parser(commands: Any) -> None:
 def options_from(args: argparse.Namespace) -> ParallelTempOptions:
     check_pg_config(args.pg_config)
     check_checksums_target(args)
+    if args.shared_buffers is not None and args.dsn is not None:
+        raise LabError("--shared-buffers sizes the throwaway server: not with --dsn (set it on that server)")
     return ParallelTempOptions(
         rows=args.rows or (opt.QUICK_ROWS if args.quick else opt.DEFAULT_ROWS),
         workers=args.workers or opt.default_workers(),
@@ -78,6 +83,7 @@ def options_from(args: argparse.Namespace) -> ParallelTempOptions:
         quick=args.quick,
         sessions=args.sessions,
         session_temp_buffers=args.session_temp_buffers,
+        shared_buffers=args.shared_buffers,
     )
 
 

@@ -37,3 +37,5 @@ class ParallelTempOptions:
     quick: bool
     sessions: bool = True  # the real-session cases of the decision experiment
     session_temp_buffers: str = DEFAULT_SESSION_TEMP_BUFFERS
+    # The throwaway server's shared_buffers: None for equal memory, 'server' for its own (pglab.equal_memory).
+    shared_buffers: str | None = None

@@ -133,6 +133,7 @@ def report(run: ParallelTempRun, console: Console) -> dict[str, Any]:
     results = {
         "options": asdict(run.options),
         "server": run.server,
+        "notes": run.notes,
         "machine": run.machine,
         "started": run.started,
         "wall_s": run.wall_s,
@@ -255,5 +256,5 @@ def write_report_section(run: ParallelTempRun, med: dict[Key, float], speed: dic
         command=rs.command_line(),
         plots=plots,
         raw_data=["raw.csv", "plans.csv", "decisions.csv", "default_settings.csv", "results.json", *session_files],
-        notes=["Timings are client-side wall times of whole queries; ratios come from the same run."],
+        notes=["Timings are client-side wall times of whole queries; ratios come from the same run.", *run.notes],
     ))

@@ -12,6 +12,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pglab import equal_memory as em
 from pglab.errors import LabError
 from pglab.experiments.parallel_temp.options import DEFAULT_DIRTY_SHARES, ParallelTempOptions
 from pglab.experiments.parallel_temp.sessions import SessionResults, run_sessions
@@ -92,6 +93,7 @@ class ParallelTempRun:
     shapes: dict[int, TableShape] = field(default_factory=dict)
     sessions: SessionResults | None = None  # the real-session cases (sessions.py)
     server: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # the memory both sides ran with (pglab.equal_memory)
     machine: dict[str, Any] = field(default_factory=dict)
     started: str = ""
     wall_s: float = 0.0
@@ -215,11 +217,13 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
     run = ParallelTempRun(options=options, machine=machine_info(),
                           started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     cores = max(options.workers)
-    settings = {
+    # The UNLOGGED copy is scanned in the benchmark's session: shared_buffers holds it as that
+    # session's temp_buffers holds bench_t.
+    settings = em.server_settings({
         "shared_preload_libraries": EXTENSION,
         "max_worker_processes": str(max(8, cores + 2)),
         "max_parallel_workers": str(max(8, cores)),
-    }
+    }, options.shared_buffers, (options.temp_buffers,), options.dsn)
     start = time.perf_counter()
     bench_steps = len(options.rows) * len(QUERIES) * len(options.workers) * options.repetitions * len(Variant)
     decision_steps = (len(options.rows) * len(DEFAULT_DIRTY_SHARES) * len(QUERIES) * options.repetitions
@@ -237,9 +241,10 @@ def run_parallel_temp(options: ParallelTempOptions, console: Console) -> Paralle
             with session(target, options) as conn:
                 if not run.server:
                     run.server = server_facts(conn, ("max_worker_processes", "max_parallel_workers",
-                                                     "shared_preload_libraries", "jit"))
+                                                     "shared_preload_libraries", "jit", "shared_buffers"))
                 progress.update(bench, description=f"benchmark: loading {rows:,} rows")
                 shape = create_tables(conn, rows)
+                em.warm_copy(conn, ["bench_u"], run.notes)
                 run.shapes[rows] = shape
                 progress.update(bench, description=f"benchmark: {rows:,} rows")
                 run_benchmark(conn, run, shape, progress, bench)

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pglab import equal_memory as em
 from pglab import tpch_tables
 from pglab.cliargs import (
     add_out_argument,
@@ -60,10 +61,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--tpch-temp-buffers", metavar="SIZE",
                         help="temp_buffers of the TPC-H session (default: enough to hold the scale, as "
                              "temp-shapes --tpch-all-temp)")
-    parser.add_argument("--shared-buffers", metavar="SIZE",
-                        help="shared_buffers of the throwaway server (default: the TPC-H temp_buffers, so that the "
-                             "UNLOGGED copy is held in memory as the temporary tables are, each prewarmed; "
-                             f"'{opt.SERVER_DEFAULT}': the server's own, the copy read through the kernel's page cache)")
+    em.add_shared_buffers_argument(parser)
     parser.add_argument("--baseline", type=Path, metavar="RESULTS_JSON",
                         help="results.json of an earlier pglab regret (or temp-shapes --tpch-all-temp) run: its TPC-H "
                              "geomeans are the line for issue 28's \"geomean not lower than today\"")
@@ -112,10 +110,8 @@ def options_from(args: argparse.Namespace) -> RegretOptions:
     if not (queries or sessions or shapes):
         raise LabError("--no-tpch, --no-sessions and --no-shapes leave nothing to measure")
     for option, value in (("--session-temp-buffers", args.session_temp_buffers),
-                          ("--tpch-temp-buffers", args.tpch_temp_buffers),
-                          ("--shared-buffers", args.shared_buffers)):
-        if value is not None and not _SIZE.match(value) and not (option == "--shared-buffers"
-                                                                and value == opt.SERVER_DEFAULT):
+                          ("--tpch-temp-buffers", args.tpch_temp_buffers)):
+        if value is not None and not _SIZE.match(value):
             raise LabError(f"{option} {value}: not a size like 512MB or 2GB")
     if args.shared_buffers is not None and args.dsn is not None:
         raise LabError("--shared-buffers sizes the throwaway server: not with --dsn (set it on that server)")

@@ -21,7 +21,6 @@ DEFAULT_ITERATIONS = 10_000  # EXECUTEd statements per loop call
 QUICK_ITERATIONS = 200
 DEFAULT_WORKERS = 2  # max_parallel_workers_per_gather
 DEFAULT_SESSION_TEMP_BUFFERS = "512MB"  # a tuned session's temp_buffers
-SERVER_DEFAULT = "server"  # --shared-buffers server: leave the server's setting alone
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ class RegretOptions:
     out_dir: Path | None  # None: results/regret-pg<major>
     tpch_temp_buffers: str | None = None  # None: pglab.tpch_tables.temp_buffers_for(scale)
     # The throwaway server's shared_buffers.  None: the TPC-H temp_buffers, so that the UNLOGGED
-    # copy is held in memory as the temporary tables are; SERVER_DEFAULT: the server's own.
+    # copy is held in memory as the temporary tables are; 'server': the server's own (pglab.equal_memory).
     shared_buffers: str | None = None
     baseline: Path | None = None  # results.json of an earlier run, whose TPC-H geomeans are "today's"
     pg_config: Path | None = None

@@ -17,6 +17,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
+from pglab import equal_memory as em
 from pglab import tpch_tables
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
@@ -62,35 +63,6 @@ def drop_tpch(conn: Conn) -> None:
     conn.execute(f"CREATE SCHEMA {wl.SCHEMA}")
 
 
-def prewarm_copy(conn: Conn, run: RegretRun) -> None:
-    """Read the UNLOGGED copy (tables and indexes) into shared buffers, as its temporary twin lies
-    in the pool after its load: each side starts in memory, where it fits.  pg_prewarm where the
-    server has it, else a scan of each table (its indexes then warm as queries use them)."""
-    relations = conn.execute(
-        "SELECT c.oid::regclass::text, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s AND c.relkind IN ('r', 'i') ORDER BY c.relkind DESC, c.oid", (wl.SCHEMA,)).fetchall()
-    try:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-        for relation, _ in relations:
-            conn.execute("SELECT pg_prewarm(%s::regclass)", (relation,))
-        how = "pg_prewarm"
-    except psycopg.Error:
-        for relation, kind in relations:
-            if kind == "r":
-                conn.execute(f"SELECT count(*) FROM {relation}")
-        how = "a scan of each table (no pg_prewarm)"
-    row = conn.execute("SELECT current_setting('shared_buffers'), pg_size_bytes(current_setting('shared_buffers')), "
-                       "sum(pg_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                       "WHERE n.nspname = %s AND c.relkind IN ('r', 'i')", (wl.SCHEMA,)).fetchone()
-    assert row is not None
-    note = (f"shared_buffers = {row[0]}, temp_buffers = {run.tpch_temp_buffers}: the UNLOGGED copy "
-            f"({int(row[2] or 0) / 2**20:,.0f} MiB with indexes) prewarmed by {how} after each load")
-    if int(row[2] or 0) > int(row[1]):
-        note += "; it does not fit shared_buffers: its scans read through the kernel's page cache"
-    if note not in run.notes:
-        run.notes.append(note)
-
-
 def run_tpch(conn: Conn, run: RegretRun, ts: TempShapesRun, progress: Progress, task: TaskID) -> None:
     options = run.options
     progress.update(task, description=f"TPC-H: generating SF {options.scale:g}")
@@ -108,7 +80,6 @@ def run_tpch(conn: Conn, run: RegretRun, ts: TempShapesRun, progress: Progress, 
         if number > 1:
             drop_tpch(conn)
         shapes_runner.load_tpch_all_temp(conn, ts, csv_dir)
-        prewarm_copy(conn, run)
         load.seconds = round(time.monotonic() - started, 3)
         run.loads.append(load)
         for name in options.tpch_queries:
@@ -231,9 +202,10 @@ def run_regret(options: RegretOptions, console: Console) -> RegretRun:
     run = RegretRun(options=options, machine=machine_info(), command=command_line(), started=utc_timestamp())
     run.tpch_temp_buffers = options.tpch_temp_buffers or tpch_tables.temp_buffers_for(options.scale)
     run.baseline = an.read_baseline(options.baseline) if options.baseline is not None else None
-    settings = dict(shapes_runner.SERVER_SETTINGS)
-    if options.shared_buffers != opt.SERVER_DEFAULT and options.dsn is None:
-        settings["shared_buffers"] = options.shared_buffers or run.tpch_temp_buffers
+    copy_temp_buffers = ((run.tpch_temp_buffers,) if options.tpch_queries else ()) + \
+        ((shapes_opt.DEFAULT_TEMP_BUFFERS,) if options.shapes else ())
+    settings = em.server_settings(dict(shapes_runner.SERVER_SETTINGS), options.shared_buffers, copy_temp_buffers,
+                                  options.dsn)
     with open_target(options.pg_config, options.dsn, None, require_extension=EXTENSION,
                      settings=settings) as target:
         with target.connect() as conn:

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pglab import equal_memory as em
 from pglab import tpch_tables
 from pglab.cliargs import (
     add_out_argument,
@@ -65,6 +66,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-shapes", action="store_true", help="TPC-H only")
     parser.add_argument("--temp-buffers", default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
                         help="temp_buffers of the measuring session (default %(default)s)")
+    em.add_shared_buffers_argument(parser)
     parser.add_argument("--quick", action="store_true",
                         help=f"tiny tables ({opt.QUICK_SIZES.big_rows:,}-row join table), TPC-H SF "
                              f"{opt.QUICK_SCALE:g}, {opt.QUICK_REPETITIONS} repetitions")
@@ -87,6 +89,8 @@ def options_from(args: argparse.Namespace) -> TempShapesOptions:
     bad = [q for q in queries if q not in {f"q{i:02d}" for i in range(1, 23)}]
     if bad:
         raise LabError(f"--tpch-queries: unknown {', '.join(bad)} (q01..q22)")
+    if args.shared_buffers is not None and args.dsn is not None:
+        raise LabError("--shared-buffers sizes the throwaway server: not with --dsn (set it on that server)")
     if not shapes and not queries:
         raise LabError("--no-shapes with --no-tpch leaves nothing to measure")
     return TempShapesOptions(
@@ -103,6 +107,7 @@ def options_from(args: argparse.Namespace) -> TempShapesOptions:
         quick=args.quick,
         tpch_all_temp=args.tpch_all_temp,
         tpch_temp_buffers=args.tpch_temp_buffers,
+        shared_buffers=args.shared_buffers,
     )
 
 

@@ -53,6 +53,8 @@ class TempShapesOptions:
     # its own with tpch_temp_buffers; False: the dimension tables temporary, against all permanent.
     tpch_all_temp: bool = False
     tpch_temp_buffers: str | None = None  # None: pglab.tpch_tables.temp_buffers_for(scale)
+    # The throwaway server's shared_buffers: None for equal memory, 'server' for its own (pglab.equal_memory).
+    shared_buffers: str | None = None
     pg_config: Path | None = None
     dsn: str | None = None
     quick: bool = False

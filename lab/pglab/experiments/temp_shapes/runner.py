@@ -12,6 +12,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
+from pglab import equal_memory as em
 from pglab import tpch_tables
 from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
@@ -110,6 +111,7 @@ def build_shapes(conn: Conn, run: TempShapesRun, shapes: tuple[wl.Shape, ...]) -
         conn.execute(sql)
     conn.execute(f"VACUUM ANALYZE {wl.SCHEMA}.big")
     measured_relations = [f"{wl.SCHEMA}.big"]
+    copies: list[str] = []
     for name in dict.fromkeys(t for s in shapes for t in s.tables):
         for config in (wl.Config.ON, wl.Config.UNLOGGED):
             for sql in wl.table_setup(name, config, sizes):
@@ -122,7 +124,9 @@ def build_shapes(conn: Conn, run: TempShapesRun, shapes: tuple[wl.Shape, ...]) -
             if name == "parts":
                 conn.execute(f"ANALYZE {(wl.UNLOGGED_PREFIX if config is wl.Config.UNLOGGED else wl.TEMP_PREFIX)}parts")
             measured_relations += relations
+            copies += relations if config is wl.Config.UNLOGGED else []
     conn.execute(run.flush_sql)
+    em.warm_copy(conn, copies, run.notes)
     run.table_sizes.update(relation_bytes(conn, measured_relations))
 
 
@@ -167,6 +171,7 @@ def load_tpch_all_temp(conn: Conn, run: TempShapesRun, csv_dir: Path) -> None:
     unlogged = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.UNLOGGED, wl.SCHEMA)
     temp = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.TEMP)
     conn.execute(run.flush_sql)
+    em.warm_copy(conn, unlogged, run.notes)
     sizes = relation_bytes(conn, unlogged + temp)
     run.table_sizes.update(sizes)
     temp_bytes = sum(sizes[t] for t in temp)
@@ -203,8 +208,12 @@ def run_temp_shapes(options: TempShapesOptions, console: Console) -> TempShapesR
                         started=utc_timestamp())
     shapes = wl.shapes_named(options.shapes)
     per_item = options.repetitions * 3 + 3
+    copy_temp_buffers = (options.temp_buffers,) + ((options.tpch_temp_buffers or
+                                                   tpch_tables.temp_buffers_for(options.scale),)
+                                                  if options.tpch_all_temp and options.tpch_queries else ())
+    settings = em.server_settings(dict(SERVER_SETTINGS), options.shared_buffers, copy_temp_buffers, options.dsn)
     with open_target(options.pg_config, options.dsn, None, require_extension=EXTENSION,
-                     settings=dict(SERVER_SETTINGS)) as target:
+                     settings=settings) as target:
         conn = target.connect(options=f"-c temp_buffers={options.temp_buffers}")
         with conn:
             run.server = server_facts(conn, ("max_parallel_workers", "max_worker_processes", "shared_buffers",
