@@ -2,7 +2,7 @@
 #
 #   make          venv + lab + build and install the extensions into $(PG_CONFIG)
 #   make test     pg_regress and pytest suites against throwaway clusters
-#   make test-15, test-16, test-17, test-18
+#   make test-15, test-16, test-17, test-18, test-19
 #                 make test against that PostgreSQL, installed first (see below)
 #   make demo     the quick version of every experiment, then the HTML report
 #                 (results/demo/report.html)
@@ -21,6 +21,9 @@
 #   17  Debian trixie's postgresql-17 and postgresql-server-dev-17 in a trixie
 #       chroot made by debootstrap, once per machine (mk/trixie.sh; root only);
 #       make test-17 runs make test inside it, with its own .venv-trixie
+#   19  Debian experimental's postgresql-19 and postgresql-server-dev-19 in a
+#       sid chroot made the same way (mk/sid.sh; root only); make test-19
+#       runs make test inside it, with its own .venv-sid
 
 PYTHON ?= python3
 VENV   := .venv
@@ -43,11 +46,13 @@ PG16_WHEEL  := pgserver==0.1.4
 PG16_CONFIG := $(CURDIR)/$(PG16_DIR)/pgserver/pginstall/bin/pg_config
 PG17_CONFIG := /usr/lib/postgresql/17/bin/pg_config
 PG17_VENV   := .venv-trixie
+PG19_CONFIG := /usr/lib/postgresql/19/bin/pg_config
+PG19_VENV   := .venv-sid
 
 APT_PACKAGES := postgresql-15 postgresql-server-dev-15 postgresql-15-hypopg chromium linux-perf bpftrace
 
 .PHONY: all system-packages venv build install test installcheck pytest demo demo-run dist clean \
-	pg16 test-15 test-16 test-17 test-18
+	pg16 test-15 test-16 test-17 test-18 test-19
 
 all: install
 
@@ -133,6 +138,11 @@ test-17:
 	sh mk/trixie.sh setup
 	sh mk/trixie.sh run make test PG_CONFIG=$(PG17_CONFIG) VENV=$(PG17_VENV) APT_PACKAGES=
 
+# The same inside the sid root, for experimental's PostgreSQL 19.
+test-19:
+	sh mk/sid.sh setup
+	sh mk/sid.sh run make test PG_CONFIG=$(PG19_CONFIG) VENV=$(PG19_VENV) APT_PACKAGES=
+
 # A sub-make, so that PG_CONFIG is computed after .venv (and the wheel) exist.
 demo: system-packages
 	$(MAKE) demo-run
@@ -158,7 +168,7 @@ demo-run: install
 
 clean:
 	-for ext in $(EXTENSIONS); do $(MAKE) -C $$ext clean PG_CONFIG="$(PG_CONFIG)"; done
-	rm -rf $(VENV) $(PG17_VENV) $(PG16_DIR) results
+	rm -rf $(VENV) $(PG17_VENV) $(PG19_VENV) $(PG16_DIR) results
 
 # PGXN archives of what HEAD has committed, one per extension.
 DIST_DIR ?= dist

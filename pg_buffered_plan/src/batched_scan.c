@@ -30,6 +30,7 @@
 #include "access/relscan.h"
 #include "access/tableam.h"
 #include "executor/executor.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "nodes/value.h"
@@ -164,8 +165,8 @@ bs_begin(CustomScanState *node, EState *estate, int eflags)
 	 * virtual slot; ours are heap-tuple slots, so build them again for that
 	 * slot type or the compiled quals would skip deforming.
 	 */
-	ExecInitScanTupleSlot(estate, &node->ss, RelationGetDescr(rel),
-						  &TTSOpsHeapTuple);
+	BpInitScanTupleSlot(estate, &node->ss, RelationGetDescr(rel),
+						&TTSOpsHeapTuple);
 	ExecAssignScanProjectionInfoWithVarno(&node->ss, cscan->scan.scanrelid);
 	node->ss.ps.qual = ExecInitQual(cscan->scan.plan.qual, &node->ss.ps);
 
@@ -301,8 +302,8 @@ bs_exec(CustomScanState *node)
 	/* Not parallel, or parallel without DSM (no workers): a plain scan. */
 	if (node->ss.ss_currentScanDesc == NULL)
 		node->ss.ss_currentScanDesc =
-			table_beginscan(node->ss.ss_currentRelation,
-							node->ss.ps.state->es_snapshot, 0, NULL);
+			BpTableBeginScan(node->ss.ss_currentRelation,
+							 node->ss.ps.state->es_snapshot);
 
 	/* Step 3: one qualifying row per call; refill when they run out. */
 	while (st->next >= st->nselected)
@@ -363,7 +364,7 @@ bs_initialize_dsm(CustomScanState *node, ParallelContext *pcxt,
 	table_parallelscan_initialize(node->ss.ss_currentRelation, pscan,
 								  node->ss.ps.state->es_snapshot);
 	node->ss.ss_currentScanDesc =
-		table_beginscan_parallel(node->ss.ss_currentRelation, pscan);
+		BpTableBeginScanParallel(node->ss.ss_currentRelation, pscan);
 }
 
 static void
@@ -378,7 +379,7 @@ static void
 bs_initialize_worker(CustomScanState *node, shm_toc *toc, void *coordinate)
 {
 	node->ss.ss_currentScanDesc =
-		table_beginscan_parallel(node->ss.ss_currentRelation,
+		BpTableBeginScanParallel(node->ss.ss_currentRelation,
 								 (ParallelTableScanDesc) coordinate);
 }
 

@@ -32,6 +32,7 @@
 
 #include "batched_scan.h"
 #include "buffered.h"
+#include "compat.h"
 #include "guc.h"
 #include "plan_rewrite.h"
 
@@ -45,8 +46,7 @@ typedef struct RewriteContext
 
 static planner_hook_type prev_planner_hook = NULL;
 
-static PlannedStmt *bp_planner(Query *parse, const char *query_string,
-							   int cursorOptions, ParamListInfo boundParams);
+static PlannedStmt *bp_planner(BP_PLANNER_PARAMS);
 
 void
 bp_install_planner_hook(void)
@@ -217,8 +217,7 @@ plan_is_rewritable(PlannedStmt *stmt, int cursorOptions, CheckContext *cc)
 }
 
 static PlannedStmt *
-bp_planner(Query *parse, const char *query_string, int cursorOptions,
-		   ParamListInfo boundParams)
+bp_planner(BP_PLANNER_PARAMS)
 {
 	PlannedStmt *stmt;
 	CheckContext cc;
@@ -226,11 +225,9 @@ bp_planner(Query *parse, const char *query_string, int cursorOptions,
 	ListCell   *lc;
 
 	if (prev_planner_hook)
-		stmt = prev_planner_hook(parse, query_string, cursorOptions,
-								 boundParams);
+		stmt = prev_planner_hook(BP_PLANNER_ARGS);
 	else
-		stmt = standard_planner(parse, query_string, cursorOptions,
-								boundParams);
+		stmt = standard_planner(BP_PLANNER_ARGS);
 
 	if (bp_batch_size <= 0 || !plan_is_rewritable(stmt, cursorOptions, &cc))
 		return stmt;

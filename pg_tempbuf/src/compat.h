@@ -5,8 +5,11 @@
  *	  differences, so that #if PG_VERSION_NUM stays out of the code.
  *
  * Supported: PostgreSQL 15 (RelFileNode, BackendId, hand-written local
- * write) through 18 (RelFileLocator, ProcNumber, FlushLocalBuffer).
- * Tested on 15, 17 and 18; 16 takes the same branches but was not tried.
+ * write) through 19 (64-bit buffer state, build_simple_rel_hook, an
+ * ExplainState for the planner).  Tested on 15, 17 and 18; 16 takes the
+ * same branches but was not tried; 19 builds, but the page guard does not
+ * yet know its page-level changes (issue 48: pd_prune_xid set by inserts,
+ * pages set all-visible by plain reads).
  *
  *-------------------------------------------------------------------------
  */
@@ -59,12 +62,41 @@ typedef RelFileNode TbRelFileId;
  * (tb_open_worker_local_buffers): the file identity inside an smgr handle,
  * and dropping the buffers of one fork from a block on.
  */
-#if PG_VERSION_NUM >= 160000
+#if PG_VERSION_NUM >= 190000
+#define TbSmgrFileId(smgr)			((smgr)->smgr_rlocator.locator)
+static inline void
+TbDropLocalBuffers(RelFileLocator id, ForkNumber fork, BlockNumber first)
+{
+	DropRelationLocalBuffers(id, &fork, 1, &first);
+}
+#elif PG_VERSION_NUM >= 160000
 #define TbSmgrFileId(smgr)			((smgr)->smgr_rlocator.locator)
 #define TbDropLocalBuffers(id, fork, first) DropRelationLocalBuffers((id), (fork), (first))
 #else
 #define TbSmgrFileId(smgr)			((smgr)->smgr_rnode.node)
 #define TbDropLocalBuffers(id, fork, first) DropRelFileNodeLocalBuffers((id), (fork), (first))
+#endif
+
+/*
+ * A buffer descriptor's state word (flags, usage and pin counts): 64 bits
+ * from 19, and the BM_* flags with it.  Read from a const descriptor too.
+ */
+#if PG_VERSION_NUM >= 190000
+typedef uint64 TbBufState;
+
+static inline TbBufState
+TbReadBufState(const BufferDesc *desc)
+{
+	return pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &desc->state));
+}
+#else
+typedef uint32 TbBufState;
+
+static inline TbBufState
+TbReadBufState(const BufferDesc *desc)
+{
+	return pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &desc->state));
+}
 #endif
 
 /* The backend identity smgr uses for temporary relations. */
@@ -96,12 +128,20 @@ typedef RelFileNode TbRelFileId;
 	} while (0)
 #endif
 
+/* 19's StartLocalBufferIO() tells "ready", "already done" or "in progress". */
+#if PG_VERSION_NUM >= 190000
+#define TbStartLocalWriteIO(buf) \
+	(StartLocalBufferIO((buf), false, true, NULL) == BUFFER_IO_READY_FOR_IO)
+#elif PG_VERSION_NUM >= 180000
+#define TbStartLocalWriteIO(buf)	StartLocalBufferIO((buf), false, false)
+#endif
+
 #if PG_VERSION_NUM >= 180000
 #define TbBeginLocalWrite(buf) \
 	do { \
 		ResourceOwnerEnlarge(CurrentResourceOwner); \
 		PinLocalBuffer((buf), false); \
-		if (!StartLocalBufferIO((buf), false, false)) \
+		if (!TbStartLocalWriteIO(buf)) \
 			elog(ERROR, "failed to start write IO on local buffer"); \
 	} while (0)
 #define TbEndLocalWrite(buf) \
@@ -115,6 +155,13 @@ typedef RelFileNode TbRelFileId;
 	pg_atomic_unlocked_write_u32(&(buf)->state, \
 								 pg_atomic_read_u32(&(buf)->state) & \
 								 ~(BM_DIRTY | BM_JUST_DIRTIED))
+#endif
+
+/* A page's checksum, set in place before it is written: renamed in 19. */
+#if PG_VERSION_NUM >= 190000
+#define TbPageSetChecksumInplace(page, blkno)	PageSetChecksum((page), (blkno))
+#else
+#define TbPageSetChecksumInplace(page, blkno)	PageSetChecksumInplace((page), (blkno))
 #endif
 
 #if PG_VERSION_NUM >= 180000
@@ -317,6 +364,99 @@ TbBitmapPageOf(TBMIterateResult *result, BlockNumber *blkno,
 /* The same over an iterator shared by a parallel query's participants. */
 #define TbBitmapSharedNextPage(iterator, blkno, offsets, noffsets, recheck) \
 	TbBitmapPageOf(tbm_shared_iterate(iterator), blkno, offsets, noffsets, recheck)
+#endif
+
+/*
+ * planner_hook and standard_planner() take the EXPLAIN state of an
+ * EXPLAIN being planned from 19 (NULL otherwise).
+ */
+#include "optimizer/planner.h"
+#if PG_VERSION_NUM >= 190000
+#define TB_PLANNER_PARAMS	Query *parse, const char *query_string, int cursorOptions, \
+	ParamListInfo boundParams, ExplainState *es
+#define TB_PLANNER_ARGS		parse, query_string, cursorOptions, boundParams, es
+#else
+#define TB_PLANNER_PARAMS	Query *parse, const char *query_string, int cursorOptions, \
+	ParamListInfo boundParams
+#define TB_PLANNER_ARGS		parse, query_string, cursorOptions, boundParams
+#endif
+
+/*
+ * A hook that sees each base relation right after get_relation_info()
+ * read it: get_relation_info_hook until 18; 19 removed it and calls
+ * build_simple_rel_hook just after get_relation_info() instead (for every
+ * kind of range table entry: only a plain relation's is passed on).
+ * TB_RELATION_INFO_HOOK(name, prev, fn) defines name, a hook of the
+ * server's kind that calls prev (the hook it replaced), then
+ * fn(root, relid, inhparent, rel).
+ */
+#include "optimizer/pathnode.h"
+#include "optimizer/plancat.h"
+#if PG_VERSION_NUM >= 190000
+typedef build_simple_rel_hook_type TbRelationInfoHookType;
+#define TbRelationInfoHook			build_simple_rel_hook
+#define TB_RELATION_INFO_HOOK(name, prev, fn) \
+	static void \
+	name(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte) \
+	{ \
+		if (prev) \
+			prev(root, rel, rte); \
+		if (rte->rtekind == RTE_RELATION) \
+			fn(root, rte->relid, rte->inh, rel); \
+	}
+#else
+typedef get_relation_info_hook_type TbRelationInfoHookType;
+#define TbRelationInfoHook			get_relation_info_hook
+#define TB_RELATION_INFO_HOOK(name, prev, fn) \
+	static void \
+	name(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel) \
+	{ \
+		if (prev) \
+			prev(root, relid, inhparent, rel); \
+		fn(root, relid, inhparent, rel); \
+	}
+#endif
+
+/*
+ * The unique-ified path of a rel that set_cheapest() resets, cached in the
+ * rel until 18; 19 keeps it in a RelOptInfo of its own (rel->unique_rel),
+ * which set_cheapest() on rel leaves alone: nothing to save.
+ */
+#if PG_VERSION_NUM >= 190000
+#define TbGetCheapestUniquePath(rel)		((Path *) NULL)
+#define TbSetCheapestUniquePath(rel, path)	((void) (path))
+#else
+#define TbGetCheapestUniquePath(rel)		((rel)->cheapest_unique_path)
+#define TbSetCheapestUniquePath(rel, path)	((rel)->cheapest_unique_path = (path))
+#endif
+
+/*
+ * On-access pruning of a heap page, as a read would do it: 19 also takes
+ * the visibility map page (pinned on demand, released here) and whether
+ * the statement only reads the table (which would let it set the page
+ * all-visible; false: prune only, as before 19).
+ */
+#include "access/heapam.h"
+#if PG_VERSION_NUM >= 190000
+static inline void
+TbPruneHeapPage(Relation rel, Buffer buffer)
+{
+	Buffer		vmbuffer = InvalidBuffer;
+
+	heap_page_prune_opt(rel, buffer, &vmbuffer, false);
+	if (BufferIsValid(vmbuffer))
+		ReleaseBuffer(vmbuffer);
+}
+#else
+#define TbPruneHeapPage(rel, buffer)	heap_page_prune_opt((rel), (buffer))
+#endif
+
+/* A tuple table slot: 19 takes flags (TTS_FLAG_*) for it, none here. */
+#include "executor/tuptable.h"
+#if PG_VERSION_NUM >= 190000
+#define TbAllocTableSlot(table, desc, ops)	ExecAllocTableSlot((table), (desc), (ops), 0)
+#else
+#define TbAllocTableSlot(table, desc, ops)	ExecAllocTableSlot((table), (desc), (ops))
 #endif
 
 #endif							/* PG_TEMPBUF_COMPAT_H */

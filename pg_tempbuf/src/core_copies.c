@@ -234,7 +234,7 @@ tb_write_local_run(BufferDesc **bufs, int n)
 	{
 		pages[i] = LocalBufferBlockPointers[-bufs[i]->buf_id - 2];
 		TbBeginLocalWrite(bufs[i]);
-		PageSetChecksumInplace((Page) pages[i], bufs[i]->tag.blockNum);
+		TbPageSetChecksumInplace((Page) pages[i], bufs[i]->tag.blockNum);
 	}
 
 	TbIoStart(io_start);

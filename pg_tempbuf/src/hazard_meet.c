@@ -120,7 +120,7 @@ tb_hazard_write_if_dirty(Buffer buffer)
 {
 	BufferDesc *desc = GetLocalBufferDescriptor(-buffer - 1);
 
-	if (pg_atomic_read_u32(&desc->state) & BM_DIRTY)
+	if (TbReadBufState(desc) & BM_DIRTY)
 		tb_write_local_run(&desc, 1);
 }
 
@@ -190,7 +190,7 @@ tb_hazard_serve_paused_read(TbHazardMeet *meet, Relation rel)
 	if (tb_debug_hazard == TB_HAZARD_EVICT_DURING_BATCH)
 		tb_hazard_give_buffer_away(meet, rel, buffer, blkno);
 	else if (tb_debug_hazard != TB_HAZARD_WRITE_DURING_READ)
-		heap_page_prune_opt(rel, buffer);
+		TbPruneHeapPage(rel, buffer);
 	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_READ ||
 		tb_debug_hazard == TB_HAZARD_WRITE_DURING_READ)
 		tb_hazard_write_if_dirty(buffer);

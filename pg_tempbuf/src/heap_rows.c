@@ -326,8 +326,8 @@ plan_deform(TbHeapRows *rows, ScanState *ss)
 		}
 	}
 	rows->deform_natts = Min(Max(last, 0), desc->natts);
-	rows->deformer = ExecAllocTableSlot(&ss->ps.state->es_tupleTable, desc,
-										&TTSOpsHeapTuple);
+	rows->deformer = TbAllocTableSlot(&ss->ps.state->es_tupleTable, desc,
+									  &TTSOpsHeapTuple);
 }
 
 /*

@@ -13,11 +13,13 @@
  * the leader scans its own, merges the runs and writes the index.
  *
  * Three small interventions, and no copy of core's build:
- * - get_relation_info_hook: index_build() asks plan_create_index_workers()
- *   how many workers to request, and that plans a dummy query over the
- *   table.  The hook sees it there, once the index's relcache entry is
- *   final and just before index_build() calls the access method's ambuild,
- *   and points ambuild of the table's btree indexes at tb_btbuild().
+ * - get_relation_info_hook (build_simple_rel_hook from 19, compat.h):
+ *   index_build() asks plan_create_index_workers() how many workers to
+ *   request, and that plans a dummy query over the table.  The hook sees it
+ *   there, once the index's relcache entry is final and just before
+ *   index_build() calls the access method's ambuild, and gives the table's
+ *   btree indexes an access method routine of their own whose ambuild is
+ *   tb_btbuild().
  * - tb_btbuild() takes core's rule for a permanent table of that size
  *   (build_workers()), writes the table's dirty pages, and calls btbuild()
  *   asking for that many workers.
@@ -60,7 +62,7 @@
 #include "index_build.h"
 #include "localbuf_access.h"
 
-static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+static TbRelationInfoHookType prev_relation_info_hook = NULL;
 
 /*
  * The table whose index build asked plan_create_index_workers() for a
@@ -254,16 +256,31 @@ is_index_build_planning(PlannerInfo *root, bool inhparent)
 		root->parent_root == NULL && list_length(root->parse->rtable) == 1;
 }
 
+/*
+ * Point index's ambuild at tb_btbuild().  Core's routine may be shared
+ * (19's bthandler() returns one static, read-only routine), so the index
+ * gets a copy of its own, in its relcache entry's memory: it lasts as long
+ * as the entry, and a rebuilt entry gets core's routine back.
+ */
 static void
-tb_index_build_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
-							 RelOptInfo *rel)
+route_build_through_us(Relation index)
+{
+	IndexAmRoutine *routine;
+
+	routine = MemoryContextAlloc(index->rd_indexcxt, sizeof(IndexAmRoutine));
+	memcpy(routine, index->rd_indam, sizeof(IndexAmRoutine));
+	routine->ambuild = tb_btbuild;
+	index->rd_indam = routine;
+}
+
+static void
+see_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
+				  RelOptInfo *rel)
 {
 	Relation	heap;
 	List	   *indexes;
 	ListCell   *lc;
 
-	if (prev_get_relation_info_hook)
-		prev_get_relation_info_hook(root, relid, inhparent, rel);
 	build_asked_for = InvalidOid;
 	if (!tb_parallel_index_build || !is_index_build_planning(root, inhparent))
 		return;
@@ -283,7 +300,7 @@ tb_index_build_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 		{
 			if (index->rd_rel->relam == BTREE_AM_OID && index->rd_indam != NULL &&
 				index->rd_indam->ambuild == btbuild)
-				index->rd_indam->ambuild = tb_btbuild;
+				route_build_through_us(index);
 			RelationClose(index);
 		}
 	}
@@ -291,6 +308,9 @@ tb_index_build_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 	table_close(heap, NoLock);
 	build_asked_for = relid;
 }
+
+TB_RELATION_INFO_HOOK(tb_index_build_relation_info, prev_relation_info_hook,
+					  see_relation_info)
 
 /*
  * A worker of such a build opens its local buffers once all of its
@@ -350,6 +370,6 @@ tb_install_index_build_hooks(void)
 							NULL, assign_build_worker_buffers, NULL);
 	CacheRegisterRelcacheCallback(tb_index_build_worker_reset, (Datum) 0);
 
-	prev_get_relation_info_hook = get_relation_info_hook;
-	get_relation_info_hook = tb_index_build_relation_info;
+	prev_relation_info_hook = TbRelationInfoHook;
+	TbRelationInfoHook = tb_index_build_relation_info;
 }

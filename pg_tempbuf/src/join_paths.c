@@ -44,6 +44,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 
+#include "compat.h"
 #include "hidden_paths.h"
 #include "join_paths.h"
 #include "query_facts.h"
@@ -125,7 +126,7 @@ show_safe_paths(PlannerInfo *root, RelOptInfo *rel, bool outer_side,
 	saved->partial_pathlist = rel->partial_pathlist;
 	saved->cheapest_startup = rel->cheapest_startup_path;
 	saved->cheapest_total = rel->cheapest_total_path;
-	saved->cheapest_unique = rel->cheapest_unique_path;
+	saved->cheapest_unique = TbGetCheapestUniquePath(rel);
 	saved->cheapest_parameterized = rel->cheapest_parameterized_paths;
 
 	rel->pathlist = safe;
@@ -143,7 +144,7 @@ show_all_paths(RelOptInfo *rel, const SideView *saved)
 	rel->partial_pathlist = saved->partial_pathlist;
 	rel->cheapest_startup_path = saved->cheapest_startup;
 	rel->cheapest_total_path = saved->cheapest_total;
-	rel->cheapest_unique_path = saved->cheapest_unique;
+	TbSetCheapestUniquePath(rel, saved->cheapest_unique);
 	rel->cheapest_parameterized_paths = saved->cheapest_parameterized;
 }
 

@@ -58,7 +58,7 @@ tb_count_local_buffers(const TbRelFileId *only, ForkNumber fork,
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+		TbBufState	buf_state = TbReadBufState(bufHdr);
 
 		if (!(buf_state & BM_VALID) || !in_scope(bufHdr, only, fork))
 			continue;
@@ -174,7 +174,7 @@ take_census(void)
 	for (int i = 0; i < nbuffers; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+		TbBufState	buf_state = TbReadBufState(bufHdr);
 		bool		dirty = (buf_state & BM_DIRTY) != 0;
 		TbRelFileId file;
 		bool		found;
@@ -258,7 +258,7 @@ write_directory(void)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
 
-		if (!(pg_atomic_read_u32(&bufHdr->state) & BM_VALID) ||
+		if (!(TbReadBufState(bufHdr) & BM_VALID) ||
 			TbTagForkNum(&bufHdr->tag) != MAIN_FORKNUM)
 			continue;
 		if (run != NULL && run->buf_id + run->nblocks == i &&
@@ -306,7 +306,7 @@ static int
 note_resident(TbResidentPage *page, int buf_id, const TbRelFileId *file, ForkNumber fork)
 {
 	BufferDesc *bufHdr = GetLocalBufferDescriptor(buf_id);
-	uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+	TbBufState	buf_state = TbReadBufState(bufHdr);
 
 	if (!(buf_state & BM_VALID) || !in_scope(bufHdr, file, fork))
 		return 0;
@@ -481,7 +481,7 @@ sorted_dirty_buffers(const TbRelFileId *only, ForkNumber fork, int *n)
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+		TbBufState	buf_state = TbReadBufState(bufHdr);
 
 		if ((buf_state & (BM_VALID | BM_DIRTY)) == (BM_VALID | BM_DIRTY) &&
 			in_scope(bufHdr, only, fork))
@@ -542,7 +542,7 @@ tb_flush_cursor_write_run(TbFlushCursor *cursor, BlockNumber limit)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(cursor->ids[cursor->next]);
 		BlockNumber blkno = cursor->blocks[cursor->next];
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+		TbBufState	buf_state = TbReadBufState(bufHdr);
 
 		if (nrun > 0 &&
 			(nrun == TB_MAX_WRITE_RUN || blkno != run[nrun - 1]->tag.blockNum + 1))
@@ -628,7 +628,7 @@ tb_evict_local_buffers(Relation rel)
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+		TbBufState	buf_state = TbReadBufState(bufHdr);
 
 		if (!(buf_state & BM_TAG_VALID) || !in_scope(bufHdr, only, InvalidForkNumber))
 			continue;
@@ -658,7 +658,7 @@ tb_evict_local_buffers(Relation rel)
 		{
 			BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
 
-			if (pg_atomic_read_u32(&bufHdr->state) & BM_TAG_VALID)
+			if (TbReadBufState(bufHdr) & BM_TAG_VALID)
 				TbDropAllLocalBuffers(TbTagFileId(&bufHdr->tag));
 		}
 	}
@@ -712,7 +712,7 @@ tb_pin_resident_page(Relation rel, const TbResidentPage *pages, int npages,
 	if (found == NULL)
 		return InvalidBuffer;
 	bufHdr = GetLocalBufferDescriptor(found->buf_id);
-	if (!(pg_atomic_read_u32(&bufHdr->state) & BM_VALID) ||
+	if (!(TbReadBufState(bufHdr) & BM_VALID) ||
 		!in_scope(bufHdr, &file, fork) || bufHdr->tag.blockNum != blkno)
 		return InvalidBuffer;
 	buffer = ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, NULL);

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/tuplestore.h"
 
 #include "compat.h"
 #include "flush_cost.h"
@@ -230,7 +231,7 @@ pg_local_buffers(PG_FUNCTION_ARGS)
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		BufferDesc *bufHdr = GetLocalBufferDescriptor(i);
-		uint32		buf_state = pg_atomic_read_u32(&bufHdr->state);
+		TbBufState	buf_state = TbReadBufState(bufHdr);
 		Datum		values[PG_LOCAL_BUFFERS_COLS] = {0};
 		bool		nulls[PG_LOCAL_BUFFERS_COLS] = {0};
 

@@ -207,7 +207,7 @@ tb_page_source_read_image(Relation rel, ForkNumber fork, BlockNumber blkno,
 static bool
 holds_block(const BufferDesc *desc, TbRelFileId file, BlockNumber blkno)
 {
-	uint32		state = pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &desc->state));
+	TbBufState	state = TbReadBufState(desc);
 
 	return (state & BM_VALID) && TbTagMatchesFileId(&desc->tag, file) &&
 		TbTagForkNum(&desc->tag) == MAIN_FORKNUM && desc->tag.blockNum == blkno;

@@ -63,8 +63,7 @@
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
-static PlannedStmt *tb_planner(Query *parse, const char *query_string, int cursorOptions,
-							   ParamListInfo boundParams);
+static PlannedStmt *tb_planner(TB_PLANNER_PARAMS);
 static void tb_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 								RangeTblEntry *rte);
 static void offer_temp_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte);
@@ -94,18 +93,16 @@ others_build_paths(void)
 {
 	return prev_set_rel_pathlist_hook != NULL || set_rel_pathlist_hook != tb_set_rel_pathlist ||
 		prev_planner_hook != NULL || planner_hook != tb_planner ||
-		get_relation_info_hook != NULL || join_search_hook != NULL ||
+		TbRelationInfoHook != NULL || join_search_hook != NULL ||
 		create_upper_paths_hook != NULL;
 }
 
 static PlannedStmt *
-plan_with(Query *parse, const char *query_string, int cursorOptions,
-		  ParamListInfo boundParams)
+plan_with(TB_PLANNER_PARAMS)
 {
 	if (prev_planner_hook)
-		return prev_planner_hook(parse, query_string, cursorOptions,
-								 boundParams);
-	return standard_planner(parse, query_string, cursorOptions, boundParams);
+		return prev_planner_hook(TB_PLANNER_ARGS);
+	return standard_planner(TB_PLANNER_ARGS);
 }
 
 /*
@@ -113,18 +110,17 @@ plan_with(Query *parse, const char *query_string, int cursorOptions,
  * ours is, for a function it calls) where no worker can pay.
  */
 static PlannedStmt *
-plan_stock(Query *parse, const char *query_string, int cursorOptions,
-		   ParamListInfo boundParams)
+plan_stock(TB_PLANNER_PARAMS)
 {
 	bool		engaged = tb_planning.engaged;
 	PlannedStmt *result;
 
 	if (!engaged)
-		return plan_with(parse, query_string, cursorOptions, boundParams);
+		return plan_with(TB_PLANNER_ARGS);
 	tb_planning.engaged = false;
 	PG_TRY();
 	{
-		result = plan_with(parse, query_string, cursorOptions, boundParams);
+		result = plan_with(TB_PLANNER_ARGS);
 	}
 	PG_FINALLY();
 	{
@@ -142,8 +138,7 @@ plan_stock(Query *parse, const char *query_string, int cursorOptions,
  * input, hence the copy.
  */
 static PlannedStmt *
-tb_planner(Query *parse, const char *query_string, int cursorOptions,
-		   ParamListInfo boundParams)
+tb_planner(TB_PLANNER_PARAMS)
 {
 	PlanningState saved = tb_planning;
 	TbWorkerGate saved_gate = {NULL, NULL};
@@ -155,12 +150,12 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 	/* A statement's start is a safe point to move the pool (shared_pool.c). */
 	(void) tb_shared_pool_adopt();
 	if (!tb_parallel_scan_enabled || !session_has_temp_tables())
-		return plan_stock(parse, query_string, cursorOptions, boundParams);
+		return plan_stock(TB_PLANNER_ARGS);
 
 	tb_query_facts(parse, &facts);
 	if (facts.temp_relids == NIL ||
 		!(facts.may_use_workers || TbParallelForced()))
-		return plan_stock(parse, query_string, cursorOptions, boundParams);
+		return plan_stock(TB_PLANNER_ARGS);
 
 	/* A statement of one query level asks once it gets paths of ours. */
 	if (!facts.flat)
@@ -187,8 +182,7 @@ tb_planner(Query *parse, const char *query_string, int cursorOptions,
 			TbWorkerGate fresh_gate = {NULL, NULL};
 			TbHiddenPaths fresh_hidden = {NULL, NULL, 0, NULL};
 
-			result = plan_with(parse, query_string, cursorOptions,
-							   boundParams);
+			result = plan_with(TB_PLANNER_ARGS);
 			if (tb_planning.paths_offered == 0)
 				break;
 			conflict = tb_settle_temp_scans(result, tb_planning.inspects_storage,

@@ -43,10 +43,10 @@ static bool
 may_read_tables(Oid funcid, void *context)
 {
 	/* A built-in function's label never changes: look each up once. */
-	static bits8 builtin_known[FirstNormalObjectId / BITS_PER_BYTE];
-	static bits8 builtin_unsafe[FirstNormalObjectId / BITS_PER_BYTE];
+	static uint8 builtin_known[FirstNormalObjectId / BITS_PER_BYTE];
+	static uint8 builtin_unsafe[FirstNormalObjectId / BITS_PER_BYTE];
 	int			byte = funcid / BITS_PER_BYTE;
-	bits8		bit = 1 << (funcid % BITS_PER_BYTE);
+	uint8		bit = 1 << (funcid % BITS_PER_BYTE);
 
 	if (funcid >= FirstNormalObjectId)
 		return true;

@@ -174,7 +174,7 @@ pool_at_rest(void)
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		if (LocalRefCount[i] != 0 ||
-			(pg_atomic_read_u32(&GetLocalBufferDescriptor(i)->state) & BM_IO_IN_PROGRESS))
+			(TbReadBufState(GetLocalBufferDescriptor(i)) & BM_IO_IN_PROGRESS))
 			return false;
 	}
 	return true;

@@ -109,7 +109,7 @@ tb_ts_serve_hazard(TempScanState *ts)
 	switch ((TbDebugHazard) tb_debug_hazard)
 	{
 		case TB_HAZARD_PRUNE_DURING_COPY:
-			heap_page_prune_opt(rel, buffer);
+			TbPruneHeapPage(rel, buffer);
 			break;
 		case TB_HAZARD_REFILL_DURING_COPY:
 			/* Only an unpinned buffer can be reused: this pin is ours. */
