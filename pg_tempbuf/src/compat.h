@@ -99,6 +99,18 @@ TbReadBufState(const BufferDesc *desc)
 }
 #endif
 
+/*
+ * Is an I/O of this local buffer in flight?  From 18 a local buffer's I/O
+ * is an AIO handle the descriptor refers to (io_wref), and BM_IO_IN_PROGRESS
+ * is no longer set for local buffers; before, the flag.
+ */
+#if PG_VERSION_NUM >= 180000
+#include "storage/aio.h"
+#define TbLocalBufferIoInFlight(desc) pgaio_wref_valid(&(desc)->io_wref)
+#else
+#define TbLocalBufferIoInFlight(desc) ((TbReadBufState(desc) & BM_IO_IN_PROGRESS) != 0)
+#endif
+
 /* The backend identity smgr uses for temporary relations. */
 #if PG_VERSION_NUM >= 170000
 #define TbMyTempBackend				MyProcNumber

@@ -58,7 +58,7 @@ tb_hazard_wait_for_phase(TbHazardMeet *meet, uint32 phase, long timeout_us)
 static bool
 page_prunes_on_access(const char *page)
 {
-	return tb_page_may_be_pruned((Page) page) &&
+	return tb_page_prunable_within((Page) page, BLCKSZ / 2) &&
 		(PageIsFull((Page) page) ||
 		 PageGetHeapFreeSpace((Page) page) < BLCKSZ / 10);
 }

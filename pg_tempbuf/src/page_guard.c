@@ -10,9 +10,11 @@
  * the only changes the leader can make to a temporary table's pages are:
  *
  *	- hint bits on tuples (t_infomask), LP_DEAD marks on index entries,
- *	  page-full and has-garbage flags, pd_prune_xid, and the checksum the
- *	  write of an eviction sets: each is a field a torn copy takes from one
- *	  image or the other, and both images give every reader the same answer;
+ *	  page-full and has-garbage flags, pd_prune_xid, from 19 PD_ALL_VISIBLE
+ *	  and the visibility map bit a reader sets on a page whose versions are
+ *	  all visible, and the checksum the write of an eviction sets: each is a
+ *	  field a torn copy takes from one image or the other, and both images
+ *	  give every reader the same answer;
  *	- write-back of a dirty page on eviction, and the reuse of the buffer
  *	  for another page: a worker copying that buffer, or reading the block
  *	  from the file, can get half of one image and half of another;
@@ -24,8 +26,9 @@
  * refuses, and eviction skips pinned buffers.  So the leader pins every
  * buffer a worker copies, and, when the statement may run code in the
  * leader that reads tables, every resident page the leader could prune.
- * A page the leader could prune is one whose pd_prune_xid is set: nothing
- * sets it in a statement that runs in parallel mode.  Pages not in local
+ * A page the leader could prune is one whose pd_prune_xid is set and that
+ * holds something to prune (tb_page_may_be_pruned): nothing sets either in
+ * a statement that runs in parallel mode.  Pages not in local
  * buffers the leader could still read, prune and evict while a worker reads
  * the file; the leader keeps those that could be pruned to itself.  So do
  * pages the pin budget leaves out: pins never take more than three quarters
@@ -39,6 +42,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
@@ -103,12 +109,88 @@ tb_pinset_release(TbPinSet *set)
 	set->npinned = 0;
 }
 
-/* Could the leader prune this page while the statement runs? */
+/*
+ * Did the transaction that inserted a version of a temporary table abort?
+ * Only this session writes the table: the inserter is a live (sub)
+ * transaction of ours, committed, or aborted.  Most versions of a page share
+ * an inserter, so the last answer is kept.
+ */
+static bool
+inserter_aborted(TransactionId xmin, TransactionId *last, bool *last_aborted)
+{
+	if (xmin != *last)
+	{
+		*last = xmin;
+		*last_aborted = TransactionIdIsNormal(xmin) &&
+			!TransactionIdIsCurrentTransactionId(xmin) &&
+			!TransactionIdDidCommit(xmin);
+	}
+	return *last_aborted;
+}
+
+/*
+ * Does the page hold anything pruning removes: a dead or redirected line
+ * pointer, a version deleted or updated (xmax set, not a lock), or one whose
+ * inserter aborted?  Without any, heap_page_prune_opt() moves no tuple and
+ * no line pointer.  Only the versions within the page's first `known` bytes
+ * are looked at (the line pointers always are).
+ */
+static bool
+page_has_prunable_items(Page page, Size known)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	TransactionId last = InvalidTransactionId;
+	bool		last_aborted = false;
+
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		ItemId		lp = PageGetItemId(page, off);
+		HeapTupleHeader tuple;
+
+		if (ItemIdIsDead(lp) || ItemIdIsRedirected(lp))
+			return true;
+		if (!ItemIdIsNormal(lp) || ItemIdGetOffset(lp) + SizeofHeapTupleHeader > known)
+			continue;
+		tuple = (HeapTupleHeader) PageGetItem(page, lp);
+		if (!(tuple->t_infomask & HEAP_XMAX_INVALID) &&
+			!HEAP_XMAX_IS_LOCKED_ONLY(tuple->t_infomask))
+			return true;
+		if (HeapTupleHeaderXminInvalid(tuple))
+			return true;
+		if (!HeapTupleHeaderXminCommitted(tuple) &&
+			inserter_aborted(HeapTupleHeaderGetRawXmin(tuple), &last, &last_aborted))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Could the leader prune this page, moving its tuples or line pointers,
+ * while the statement runs?  heap_page_prune_opt() looks no further than a
+ * page whose pd_prune_xid is clear, and nothing sets it in a statement that
+ * runs in parallel mode.  Set, it no longer says there is something to
+ * prune: from 19 every page an INSERT fills has it, so that the first reader
+ * may set the page all-visible (PD_ALL_VISIBLE, pd_prune_xid cleared, the
+ * VM bit), which moves nothing and gives a reader of either image the same
+ * rows, each version on the page being visible to all.  So the items are
+ * looked at.
+ */
 bool
 tb_page_may_be_pruned(Page page)
 {
+	return tb_page_prunable_within(page, BLCKSZ);
+}
+
+/*
+ * The same, as far as the page's first `known` bytes tell: a page copied in
+ * part (the forced races of pg_tempbuf.debug_hazard look at one half-way).
+ */
+bool
+tb_page_prunable_within(Page page, Size known)
+{
 	return !PageIsNew(page) &&
-		TransactionIdIsValid(((PageHeader) page)->pd_prune_xid);
+		TransactionIdIsValid(((PageHeader) page)->pd_prune_xid) &&
+		page_has_prunable_items(page, known);
 }
 
 static void

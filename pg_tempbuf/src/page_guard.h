@@ -27,6 +27,7 @@ extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_co
 extern bool tb_pinset_add(TbPinSet *set, int buf_id);
 extern void tb_pinset_release(TbPinSet *set);
 extern bool tb_page_may_be_pruned(Page page);
+extern bool tb_page_prunable_within(Page page, Size known);
 extern bool tb_block_reserved(const uint64 *reserved, BlockNumber nbits,
 							  BlockNumber blkno);
 extern bool tb_guard_prunable_pages(Relation rel, TbResidentPage *resident,

@@ -257,7 +257,7 @@ tb_page_source_leader_page(Relation rel, const TbLeaderPage *page)
  *	  fails.  test_guards.py's refill_during_copy under leader code forces
  *	  that change in the middle of a copy, and gives a wrong answer with
  *	  the comparison off.
- *	- A page the leader may prune (pd_prune_xid set) is never copied
+ *	- A page the leader may prune (tb_page_may_be_pruned) is never copied
  *	  unpinned under such code: it is the leader's alone (page_guard.c).
  *
  * Under pg_tempbuf.debug_hazard the copy pauses in the middle of the page,

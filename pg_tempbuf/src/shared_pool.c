@@ -174,7 +174,7 @@ pool_at_rest(void)
 	for (int i = 0; i < NLocBuffer; i++)
 	{
 		if (LocalRefCount[i] != 0 ||
-			(TbReadBufState(GetLocalBufferDescriptor(i)) & BM_IO_IN_PROGRESS))
+			TbLocalBufferIoInFlight(GetLocalBufferDescriptor(i)))
 			return false;
 	}
 	return true;

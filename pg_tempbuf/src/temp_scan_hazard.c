@@ -22,6 +22,7 @@
 
 #include "guc.h"
 #include "hazard_meet.h"
+#include "page_guard.h"
 #include "page_source.h"
 #include "temp_scan_int.h"
 
@@ -53,7 +54,7 @@ tb_ts_pause_in_place(TempScanState *ts)
 	 * holds and the unguarded run could not fail.
 	 */
 	if (tb_debug_hazard == TB_HAZARD_PRUNE_DURING_COPY &&
-		(!TransactionIdIsValid(((PageHeader) ts->page)->pd_prune_xid) ||
+		(!tb_page_may_be_pruned((Page) ts->page) ||
 		 ts->visible[ts->next_visible - 1] == FirstOffsetNumber))
 		return;
 	/* evict_during_batch is about the buffer, not the page's contents. */

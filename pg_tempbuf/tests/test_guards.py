@@ -24,7 +24,9 @@ The hazards, and the guard each one meets (see page_guard.c):
 - the list of the leader's pages has less room than the pages it would list (a table grown
   since the segment was sized, which a read-only statement cannot do): no copies at all;
 - a portal is bound, the table changes, then the portal runs: the full scan flushes when
-  the executor runs.
+  the executor runs;
+- (19) the leader prunes the rows of rolled-back subtransactions, which 19 lets a reader do on a
+  page an INSERT filled: the same guards, the page seen as prunable by its versions.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def no_checksum_cluster(pg_config_path: str) -> Iterator[Cluster]:
 
 def run_hazard(
     conn: psycopg.Connection[Any], hazard: str, protected: bool, query: str, settings: dict[str, str],
-    more_setup: str = "",
+    more_setup: str = "", setup: str = SETUP,
 ) -> tuple[list[tuple[Any, ...]] | str, list[str]]:
     """The query's rows (or its error) and the notices of the forced race."""
     notices: list[str] = []
@@ -77,7 +79,7 @@ def run_hazard(
     conn.execute("SET pg_tempbuf.debug_sync_start = on")
     for name, value in settings.items():
         conn.execute(f"SET {name} = {value}")
-    conn.execute(SETUP + more_setup)
+    conn.execute(setup + more_setup)
     conn.execute(f"SET pg_tempbuf.debug_unprotected = {'off' if protected else 'on'}")
     conn.execute(f"SET pg_tempbuf.debug_hazard = {hazard}")
     try:
@@ -149,12 +151,13 @@ INDEX_SCAN_ONLY = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_
 INDEX_SCAN_FROM_POOL = {**INDEX_SCAN_ONLY, "pg_tempbuf.shared_pool": "on"}
 
 
-def check_index_scan_hazard(cluster: Cluster, hazard: str, protected: bool, settings: dict[str, str]) -> None:
+def check_index_scan_hazard(cluster: Cluster, hazard: str, protected: bool, settings: dict[str, str],
+                            setup: str = SETUP) -> None:
     """The hazard forced on the index count (temp_buffers=64MB, settings set): planned as a partial
     Temp Index Scan on h, and checked as check() does, the race met."""
     with cluster.connect(options="-c temp_buffers=64MB") as conn:
         rows, met = run_hazard(conn, hazard, protected, INDEX_COUNT_WITH_LEADER_CODE, settings,
-                               more_setup=INDEX_SETUP)
+                               more_setup=INDEX_SETUP, setup=setup)
         plan = plan_text(conn, INDEX_COUNT_WITH_LEADER_CODE)
     assert "Parallel Custom Scan (Temp Index Scan) on h" in plan, plan
     check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=True)
@@ -176,6 +179,58 @@ def test_prune_during_index_scan_copy(preloaded_cluster: Cluster, protected: boo
     Guarded, the worker's second copy differs and it copies again (checksums or not: a page
     in the pool has none to verify)."""
     check_index_scan_hazard(preloaded_cluster, "prune_during_copy", protected, INDEX_SCAN_FROM_POOL)
+
+
+# PostgreSQL 19 sets pd_prune_xid on every page an INSERT fills, so a reader prunes the versions of
+# a rolled-back subtransaction as soon as it looks at a full page; before 19 only VACUUM, or a prune
+# for a delete or an update, removes them.  h again, its rows the same, each page holding live
+# versions between those of rolled-back subtransactions (one after every two rows, so that a prune
+# moves live versions in both halves of the page) instead of updated ones.
+ABORTED_SETUP = f"""
+CREATE TEMP TABLE h (id int, pad text) WITH (fillfactor = 100);
+DO $$ BEGIN
+  FOR pair IN 0..{ROWS // 2 - 1} LOOP
+    INSERT INTO h SELECT g, repeat('x', 40) FROM generate_series(pair * 2 + 1, pair * 2 + 2) g;
+    BEGIN
+      INSERT INTO h VALUES (-pair, repeat('z', 40));
+      RAISE EXCEPTION 'rolled back';
+    EXCEPTION WHEN raise_exception THEN NULL;
+    END;
+  END LOOP;
+END $$;
+CREATE FUNCTION pg_temp.one(i int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+  AS 'BEGIN RETURN 1; END';
+"""
+
+
+def inserts_set_prune_xid(cluster: Cluster) -> bool:
+    return cluster.version_num >= 190000
+
+
+@needs_copies
+@pytest.mark.parametrize("scan", ["index_read", "index_copy", "seq_read"])
+@pytest.mark.parametrize("protected", [True, False], ids=["guarded", "unguarded"])
+def test_prune_of_rolled_back_rows(no_checksum_cluster: Cluster, preloaded_cluster: Cluster, protected: bool,
+                                   scan: str) -> None:
+    """19's new way to prune: the leader, running code above Gather, prunes the rows of rolled-back
+    subtransactions (and defragments the page) in the middle of a worker's read of it from the file,
+    or of its copy out of the pool.  The guard sees the page as prunable by its versions (an
+    inserter that aborted), not by pd_prune_xid alone: guarded exact, unguarded wrong."""
+    cluster = preloaded_cluster if scan == "index_copy" else no_checksum_cluster
+    if not inserts_set_prune_xid(cluster):
+        pytest.skip("before PostgreSQL 19 an INSERT leaves pd_prune_xid clear: no reader prunes these rows, "
+                    "so there is no race to force")
+    if scan == "seq_read":
+        with cluster.connect(options="-c temp_buffers=64MB") as conn:
+            rows, met = run_hazard(conn, "prune_during_read", protected, COUNT_WITH_LEADER_CODE,
+                                   {"pg_tempbuf.shared_pool": "off"}, setup=ABORTED_SETUP)
+        check(rows, EXACT_WITH_LEADER_CODE, met, protected, must_meet=False)
+        return
+    hazard, settings = (("prune_during_read", INDEX_SCAN_ONLY) if scan == "index_read"
+                        else ("prune_during_copy", INDEX_SCAN_FROM_POOL))
+    # Its index holds one entry a row (no updates): below min_parallel_index_scan_size.
+    check_index_scan_hazard(cluster, hazard, protected, {**settings, "min_parallel_index_scan_size": "0"},
+                            setup=ABORTED_SETUP)
 
 
 # The count through h's index with no code above Gather: workers peek at the heap pages in the
