@@ -268,6 +268,11 @@ class SizeSession:
                 sql.Identifier(name), sql.Literal(PAD_BYTES), sql.Literal(nblocks * self.rows_per_page)
             )
         )
+        # A plain read of every row now, so that no measured step sets what a first reader
+        # sets: hint bits on every version, and from PostgreSQL 19 PD_ALL_VISIBLE and the
+        # visibility map (a read-only scan sets them on access, writing the VM fork).
+        with self._settings(SERIAL_SCAN):
+            self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(name)))
         size = int(self._scalar(
             sql.SQL("SELECT pg_relation_size({}::regclass, 'main')").format(sql.Literal(name))
         ))
