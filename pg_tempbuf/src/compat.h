@@ -6,10 +6,9 @@
  *
  * Supported: PostgreSQL 15 (RelFileNode, BackendId, hand-written local
  * write) through 19 (64-bit buffer state, build_simple_rel_hook, an
- * ExplainState for the planner).  Tested on 15, 17 and 18; 16 takes the
- * same branches but was not tried; 19 builds, but the page guard does not
- * yet know its page-level changes (issue 48: pd_prune_xid set by inserts,
- * pages set all-visible by plain reads).
+ * ExplainState for the planner), each tested by make test-N.  19's
+ * page-level changes (pd_prune_xid set by inserts, pages set all-visible by
+ * plain reads) are the page guard's business (page_guard.c).
  *
  *-------------------------------------------------------------------------
  */
