@@ -47,7 +47,25 @@ def positive_float(text: str) -> float:
     return value
 
 
-_SIZE = re.compile(r"^\d+(kB|MB|GB|TB)?$")
+_SIZE = re.compile(r"^(\d+)(kB|MB|GB|TB)?$")
+_UNIT_BYTES = {"": 8 << 10, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}  # no unit: 8 kB buffers
+
+
+def memory_size(text: str) -> str:
+    """One PostgreSQL memory size: '512MB'."""
+    sizes = memory_size_list(text)
+    if len(sizes) != 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: one size, like 512MB")
+    return sizes[0]
+
+
+def memory_size_bytes(size: str) -> int:
+    """'512MB' -> bytes; a size without a unit counts 8 kB buffers, as PostgreSQL reads
+    shared_buffers and temp_buffers."""
+    match = _SIZE.match(size)
+    if match is None:
+        raise ValueError(f"{size}: not a size like 512MB or 2GB")
+    return int(match.group(1)) * _UNIT_BYTES[match.group(2) or ""]
 
 
 def memory_size_list(text: str) -> tuple[str, ...]:

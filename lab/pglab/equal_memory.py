@@ -13,30 +13,25 @@ setting, for the earlier runs' figures.
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
 import psycopg
 
+from pglab.cliargs import memory_size, memory_size_bytes
+
 SERVER_DEFAULT = "server"  # --shared-buffers server: the server's own setting
-_UNITS = {"": 8 << 10, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}  # no unit: 8 kB buffers
-_SIZE = re.compile(r"^(\d+)(kB|MB|GB|TB)?$")
 # The throwaway server's default (initdb's), below which equal memory never goes.
 SERVER_FLOOR = "128MB"
 
 
-def size_bytes(size: str) -> int:
-    match = _SIZE.match(size)
-    if match is None:
-        raise ValueError(f"{size}: not a size like 512MB or 2GB")
-    return int(match.group(1)) * _UNITS[match.group(2) or ""]
-
-
 def shared_buffers_argument(text: str) -> str:
     """argparse type of --shared-buffers: a size, or 'server'."""
-    if text != SERVER_DEFAULT and _SIZE.match(text) is None:
-        raise argparse.ArgumentTypeError(f"{text}: not a size like 512MB or 2GB, nor '{SERVER_DEFAULT}'")
-    return text
+    if text == SERVER_DEFAULT:
+        return text
+    try:
+        return memory_size(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e}, nor '{SERVER_DEFAULT}'") from None
 
 
 def add_shared_buffers_argument(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +48,7 @@ def shared_buffers_setting(chosen: str | None, temp_buffers: tuple[str, ...]) ->
         return None
     if chosen is not None:
         return chosen
-    return max((SERVER_FLOOR, *temp_buffers), key=size_bytes)
+    return max((SERVER_FLOOR, *temp_buffers), key=memory_size_bytes)
 
 
 def server_settings(settings: dict[str, str], chosen: str | None, temp_buffers: tuple[str, ...],

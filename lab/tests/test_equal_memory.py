@@ -7,14 +7,15 @@ import argparse
 import pytest
 
 from pglab import equal_memory as em
+from pglab.cliargs import memory_size_bytes
 
 
 def test_sizes() -> None:
-    assert em.size_bytes("8MB") == 8 << 20
-    assert em.size_bytes("2GB") == 2 << 30
-    assert em.size_bytes("1024") == 1024 * 8192  # unitless: 8 kB buffers, as PostgreSQL reads temp_buffers
+    assert memory_size_bytes("8MB") == 8 << 20
+    assert memory_size_bytes("2GB") == 2 << 30
+    assert memory_size_bytes("1024") == 1024 * 8192  # unitless: 8 kB buffers, as PostgreSQL reads temp_buffers
     with pytest.raises(ValueError, match="not a size"):
-        em.size_bytes("lots")
+        memory_size_bytes("lots")
 
 
 def test_shared_buffers_holds_the_largest_pool_never_below_the_server_default() -> None:

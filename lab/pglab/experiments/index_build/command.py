@@ -13,6 +13,7 @@ from pglab.cliargs import (
     add_target_arguments,
     check_checksums_target,
     check_out_and_pg_config,
+    memory_size,
     memory_size_list,
     name_list,
     positive_int,
@@ -24,14 +25,6 @@ from pglab.experiments.index_build.options import IndexBuildOptions
 from pglab.progress import result_console
 
 NAME = opt.NAME
-
-
-def memory_size(text: str) -> str:
-    """One PostgreSQL memory size: '64MB'."""
-    sizes = memory_size_list(text)
-    if len(sizes) != 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: one size, like 64MB")
-    return sizes[0]
 
 
 def key_list(text: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from pglab.cliargs import (
     add_target_arguments,
     check_checksums_target,
     check_out_and_pg_config,
+    memory_size,
     memory_size_list,
     positive_int,
 )
@@ -21,14 +22,6 @@ from pglab.experiments.page_read.options import PageReadOptions
 from pglab.progress import result_console
 
 NAME = opt.NAME
-
-
-def memory_size(text: str) -> str:
-    """One PostgreSQL memory size: '512MB'."""
-    sizes = memory_size_list(text)
-    if len(sizes) != 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: one size, like 512MB")
-    return sizes[0]
 
 
 def add_parser(commands: Any) -> None:
