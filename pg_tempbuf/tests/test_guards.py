@@ -42,15 +42,17 @@ from pglab.cluster import Cluster
 from wire import WireError, WireSession
 
 ROWS = 20000
+# Code of the user's in the leader: a function above Gather that could read h.
+LEADER_FUNCTION = """CREATE FUNCTION pg_temp.one(i int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+  AS 'BEGIN RETURN 1; END';
+"""
 # Every row once, its pad column updated in two of three rows: pages full of dead versions,
 # which heap_page_prune_opt() prunes as soon as it looks at them.
 SETUP = f"""
 CREATE TEMP TABLE h (id int, pad text) WITH (fillfactor = 100);
 INSERT INTO h SELECT g, repeat('x', 40) FROM generate_series(1, {ROWS}) g;
 UPDATE h SET pad = repeat('y', 40) WHERE id % 3 <> 0;
-CREATE FUNCTION pg_temp.one(i int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
-  AS 'BEGIN RETURN 1; END';
-"""
+""" + LEADER_FUNCTION
 COUNT = "SELECT count(*), sum(id) FROM h"
 EXACT_COUNT = [(ROWS, ROWS * (ROWS + 1) // 2)]
 # The same, with a function above Gather: code in the leader that could read h.
@@ -198,9 +200,7 @@ DO $$ BEGIN
     END;
   END LOOP;
 END $$;
-CREATE FUNCTION pg_temp.one(i int) RETURNS int LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
-  AS 'BEGIN RETURN 1; END';
-"""
+""" + LEADER_FUNCTION
 
 
 def inserts_set_prune_xid(cluster: Cluster) -> bool:
