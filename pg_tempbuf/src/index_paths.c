@@ -65,19 +65,6 @@ static const CustomPathMethods temp_bitmap_path_methods = {
 };
 
 /*
- * Is root a subquery whose plan is made alone, keeping only its cheapest
- * path (a SubPlan, an InitPlan, a CTE)?  Those are planned while the
- * parent is preprocessed, before its query_planner() sets up its rel
- * arrays.  A subquery in FROM (a pulled-up IN, say) is planned from the
- * parent's query_planner(), which then chooses among all its paths.
- */
-static bool
-planned_alone(PlannerInfo *root)
-{
-	return root->parent_root != NULL && root->parent_root->simple_rel_array == NULL;
-}
-
-/*
  * A Temp Index Scan path: core's index path, parallel safe, priced with
  * the flush of the table and the index.  The stock path stays the child
  * of ours (it is planned into the Index Scan our node carries).
@@ -400,7 +387,7 @@ tb_add_temp_index_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *p
 		 * where only one path is kept: a subquery in FROM keeps core's
 		 * cheaper serial path beside ours, for its parent to choose.
 		 */
-		if (planned_alone(root))
+		if (tb_planned_alone(root))
 			rel->pathlist = list_delete_ptr(rel->pathlist, lfirst(lc));
 	}
 	list_free(stock);
@@ -548,7 +535,7 @@ tb_add_temp_bitmap_paths(PlannerInfo *root, RelOptInfo *rel, const TbScanPrice *
 		}
 
 		/* As tb_add_temp_index_paths(). */
-		if (planned_alone(root))
+		if (tb_planned_alone(root))
 			rel->pathlist = list_delete_ptr(rel->pathlist, original);
 	}
 	list_free_deep(stock);

@@ -243,6 +243,19 @@ tb_planning_reads_twice(Oid relid)
 	return tb_planning.all_twice || list_member_oid(tb_planning.twice_relids, relid);
 }
 
+/*
+ * Is root a subquery whose plan is made alone, keeping only its cheapest
+ * path (a SubPlan, an InitPlan, a CTE)?  Those are planned while the
+ * parent is preprocessed, before its query_planner() sets up its rel
+ * arrays.  A subquery in FROM (a pulled-up IN, say) is planned from the
+ * parent's query_planner(), which then chooses among all its paths.
+ */
+bool
+tb_planned_alone(PlannerInfo *root)
+{
+	return root->parent_root != NULL && root->parent_root->simple_rel_array == NULL;
+}
+
 /* Has the statement being planned offered paths of ours (join_paths.c)? */
 bool
 tb_planning_offered_paths(void)

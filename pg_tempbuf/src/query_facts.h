@@ -12,6 +12,7 @@
 #define TB_QUERY_FACTS_H
 
 #include "nodes/parsenodes.h"
+#include "nodes/pathnodes.h"
 
 /* State of the statement being planned (saved and restored when nested). */
 typedef struct PlanningState
@@ -99,5 +100,6 @@ tb_may_need_replan(const QueryFacts *facts)
 }
 extern bool tb_planning_offered_paths(void);
 extern bool tb_planning_reads_twice(Oid relid);
+extern bool tb_planned_alone(PlannerInfo *root);
 
 #endif							/* TB_QUERY_FACTS_H */
