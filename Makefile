@@ -93,11 +93,12 @@ installcheck: install
 		|| { cat $$ext/regression.diffs; exit 1; }; \
 	done
 
-# The differential suites run a second time on a server whose workers may not
-# open their leader's /proc/<pid>/fd (tests/shims/deny_proc_fd.c): every
-# answer as with pg_tempbuf.parallel_scan = off, through the fallback.
+# The differential suites and the index builds run a second time on a server
+# whose workers may not open their leader's /proc/<pid>/fd
+# (tests/shims/deny_proc_fd.c): every answer as with pg_tempbuf.parallel_scan
+# = off, through the fallback.
 DIFFERENTIAL_SUITES := $(addprefix pg_tempbuf/tests/,test_parallel_differential.py \
-	test_shapes_differential.py test_index_differential.py)
+	test_shapes_differential.py test_index_differential.py test_index_build.py)
 
 pytest: install
 	PG_CONFIG="$(PG_CONFIG)" $(PY) -m pytest -q pg_tempbuf/tests pg_buffered_plan/tests lab/tests

@@ -110,6 +110,19 @@ TbReadBufState(const BufferDesc *desc)
 #define TbLocalBufferIoInFlight(desc) ((TbReadBufState(desc) & BM_IO_IN_PROGRESS) != 0)
 #endif
 
+/*
+ * A participant joining a parallel block scan on its own (build_scan.c):
+ * from 19 the scan's block range is given, as heap_setscanlimits() set it.
+ */
+#if PG_VERSION_NUM >= 190000
+#define TbParallelScanStartblockInit(rel, work, pbscan, hscan) \
+	table_block_parallelscan_startblock_init((rel), (work), (pbscan), \
+											 (hscan)->rs_startblock, (hscan)->rs_numblocks)
+#else
+#define TbParallelScanStartblockInit(rel, work, pbscan, hscan) \
+	table_block_parallelscan_startblock_init((rel), (work), (pbscan))
+#endif
+
 /* The backend identity smgr uses for temporary relations. */
 #if PG_VERSION_NUM >= 170000
 #define TbMyTempBackend				MyProcNumber

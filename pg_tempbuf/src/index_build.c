@@ -6,11 +6,12 @@
  *
  * Core builds a btree with workers for a permanent or UNLOGGED table, and
  * with none for a temporary one: plan_create_index_workers() returns 0 for
- * it, as a worker cannot see the leader's local buffers.  Here the leader
- * writes the table's dirty pages first, and each worker reads the table's
- * file through local buffers of its own; core's parallel build (nbtsort.c)
- * does all the rest: the workers scan and sort their share of the blocks,
- * the leader scans its own, merges the runs and writes the index.
+ * it, as a worker cannot see the leader's local buffers.  Here each worker
+ * reads its share of the table's pages out of the leader's pool, or from
+ * the file, into a small ring of local buffers of its own (build_scan.c);
+ * core's parallel build (nbtsort.c) does all the rest: the workers scan
+ * and sort their share of the blocks, the leader scans its own, merges the
+ * runs and writes the index.
  *
  * Three small interventions, and no copy of core's build:
  * - get_relation_info_hook (build_simple_rel_hook from 19, compat.h):
@@ -21,14 +22,14 @@
  *   btree indexes an access method routine of their own whose ambuild is
  *   tb_btbuild().
  * - tb_btbuild() takes core's rule for a permanent table of that size
- *   (build_workers()), writes the table's dirty pages, and calls btbuild()
- *   asking for that many workers.
- * - A setting the leader sets for the build, pg_tempbuf.build_worker_buffers:
- *   restored in each worker before the build's entry point runs, it opens
- *   the worker's local buffers (core would refuse them to a worker), one
- *   for every page of the table, so that a worker never writes one back.
+ *   (build_workers()) and calls btbuild() asking for that many workers.
+ *   Where workers can map its pool (shared_pool.c) the leader writes
+ *   nothing; elsewhere it writes the table's dirty pages first.
+ * - A setting the leader sets for the build, pg_tempbuf.build_worker_scan:
+ *   restored in each worker before the build's entry point runs, it has
+ *   the worker route its scan of the table through build_scan.c.
  *
- * A worker never writes a page.  The leader may, when its own pool is full,
+ * No worker writes a page.  The leader may, when its own pool is full,
  * write back one it dirtied during the build (hint bits, a prune): a heap
  * page of its own share, which no worker reads, but a TOAST page could be
  * one a worker reads at that moment.  So a build whose workers would read
@@ -57,9 +58,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "build_scan.h"
 #include "compat.h"
 #include "guc.h"
 #include "index_build.h"
+#include "leader_pages.h"
 #include "localbuf_access.h"
 
 static TbRelationInfoHookType prev_relation_info_hook = NULL;
@@ -72,11 +75,13 @@ static TbRelationInfoHookType prev_relation_info_hook = NULL;
 static Oid	build_asked_for = InvalidOid;
 
 /*
- * pg_tempbuf.build_worker_buffers: set by the leader of a parallel build
- * for its duration only, and so sent to its workers with the other
- * settings (index_build() reverts it).  Not meant to be set by hand.
+ * pg_tempbuf.build_worker_scan: set by the leader of a parallel build for
+ * its duration only, and so sent to its workers with the other settings
+ * (index_build() reverts it): "relid source", the table and where workers
+ * find the pages the leader holds ("pool", or "file" where it wrote them).
+ * Not meant to be set by hand.
  */
-static int	build_worker_buffers = 0;	/* the pool a worker opens */
+static char *build_worker_scan = NULL;
 
 /*
  * Core's rule for the number of workers of a btree build on a permanent
@@ -166,8 +171,9 @@ workers_would_read_toast(Relation heap, IndexInfo *indexInfo)
 }
 
 /*
- * The leader writes the table's dirty pages before its workers start, and
- * that can cost more than a worker saves: on the project's 2-vCPU VM, a
+ * Where workers cannot map its pool, the leader writes the table's dirty
+ * pages before its workers start, and that can cost more than a worker
+ * saves: on the project's 2-vCPU VM, a
  * 5M-row table wholly dirty in a 1GB pool built at 0.68x (int key) and
  * 0.86x (text) of the serial build, while one whose dirty pages were 2-12%
  * of it (the default 8MB pool) built 1.05-1.49x faster (pglab index-build,
@@ -189,7 +195,7 @@ too_much_to_write(Relation heap, BlockNumber blocks)
 		counts.dirty <= MAX_DIRTY_SHARE * blocks)
 		return false;
 	ereport(DEBUG1,
-			(errmsg_internal("building index on temporary table \"%s\" serially: %d of its %u pages would have to be written for workers",
+			(errmsg_internal("building index on temporary table \"%s\" serially: workers cannot map the leader's local buffers, and %d of its %u pages would have to be written for them",
 							 RelationGetRelationName(heap), counts.dirty, blocks)));
 	return true;
 }
@@ -204,6 +210,8 @@ tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 	bool		asked = build_asked_for == RelationGetRelid(heap);
 	BlockNumber blocks;
 	int			workers;
+	bool		from_pool;
+	char		setting[32];
 
 	build_asked_for = InvalidOid;
 	if (!asked || !tb_parallel_index_build || !heap->rd_islocaltemp ||
@@ -212,34 +220,43 @@ tb_btbuild(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	workers = build_workers(heap, index);
 	blocks = RelationGetNumberOfBlocks(heap);
-	if (workers > 0 && !workers_would_read_toast(heap, indexInfo) &&
-		!too_much_to_write(heap, blocks))
+	if (workers == 0)
+		return btbuild(heap, index, indexInfo);
+	if (workers_would_read_toast(heap, indexInfo))
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("building index \"%s\" on temporary table \"%s\" serially: its workers would read TOAST pages the leader may write meanwhile",
+								 RelationGetRelationName(index), RelationGetRelationName(heap))));
+		return btbuild(heap, index, indexInfo);
+	}
+
+	/* The pool's directory published, workers copy the pages it holds. */
+	from_pool = tb_leader_pages_serve_from_pool();
+	if (!from_pool && too_much_to_write(heap, blocks))
+		return btbuild(heap, index, indexInfo);
+	if (!from_pool)
 	{
 		TbRelFileId file = TbRelationFileId(heap);
 		int64		written = tb_flush_local_buffers(&file, InvalidForkNumber);
-		char		buffers[32];
 
-		/*
-		 * A buffer for every page of the table, so that a worker never
-		 * evicts one it dirtied (hint bits, a prune): core writes a local
-		 * buffer to the file of the writer's own backend, a worker's here.
-		 * Memory is taken only for the pages a worker reads, its share of
-		 * the table, and freed when it exits.  Sent to the workers with the
-		 * other settings, reverted with the build's by index_build().
-		 */
-		snprintf(buffers, sizeof(buffers), "%u",
-				 Min(blocks + 16, (BlockNumber) INT_MAX));
-		(void) set_config_option("pg_tempbuf.build_worker_buffers", buffers,
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-								 true, 0, false);
-		indexInfo->ii_ParallelWorkers = workers;
-		ereport(DEBUG1,
-				(errmsg_internal("building index \"%s\" on temporary table \"%s\" with request for %d parallel workers",
-								 RelationGetRelationName(index),
-								 RelationGetRelationName(heap), workers)));
 		elog(DEBUG2, "%lld pages of temporary table \"%s\" written for the workers to read",
 			 (long long) written, RelationGetRelationName(heap));
 	}
+
+	/*
+	 * Sent to the workers with the other settings, reverted with the
+	 * build's by index_build().
+	 */
+	snprintf(setting, sizeof(setting), "%u %s", RelationGetRelid(heap),
+			 from_pool ? "pool" : "file");
+	(void) set_config_option("pg_tempbuf.build_worker_scan", setting,
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	indexInfo->ii_ParallelWorkers = workers;
+	ereport(DEBUG1,
+			(errmsg_internal("building index \"%s\" on temporary table \"%s\" with request for %d parallel workers",
+							 RelationGetRelationName(index),
+							 RelationGetRelationName(heap), workers)));
 	return btbuild(heap, index, indexInfo);
 }
 
@@ -313,61 +330,61 @@ TB_RELATION_INFO_HOOK(tb_index_build_relation_info, prev_relation_info_hook,
 					  see_relation_info)
 
 /*
- * A worker of such a build opens its local buffers once all of its
- * leader's settings are restored, temp_buffers included (core refuses to
- * change temp_buffers once they are open), and before the build's entry
- * point.  ParallelWorkerMain() restores the settings, then resets the
- * caches once it has the leader's snapshot, up to 17; 18 resets them
- * first.  So whichever of the two comes second opens them: the reset
- * (tb_index_build_worker_reset()), or the restore of this setting, which
- * the leader set last.
+ * A worker of such a build prepares its scan (build_scan.c) once all of its
+ * leader's settings are restored and it has its leader's snapshot, to see
+ * the table's catalog rows as the leader does.  ParallelWorkerMain()
+ * restores the settings, then resets the caches once it has the snapshot,
+ * up to 17; 18 resets them first.  So whichever of the two comes second
+ * prepares it: the reset (tb_index_build_worker_reset()), or the restore of
+ * this setting.
  */
-static int	worker_pool_pending = 0;
+static Oid	worker_scan_relid = InvalidOid;
+static bool worker_scan_from_pool = false;
 static bool worker_caches_reset = false;
 
 static void
-open_worker_pool(int buffers)
+assign_build_worker_scan(const char *newval, void *extra)
 {
-	num_temp_buffers = buffers;
-	tb_open_worker_local_buffers();
-}
+	unsigned int relid;
+	char		source[8];
 
-static void
-assign_build_worker_buffers(int newval, void *extra)
-{
-	if (newval <= 0 || !InitializingParallelWorker || !IsParallelWorker() ||
-		NLocBuffer > 0)
+	if (newval == NULL || !InitializingParallelWorker || !IsParallelWorker() ||
+		sscanf(newval, "%u %7s", &relid, source) != 2)
 		return;
+	worker_scan_relid = relid;
+	worker_scan_from_pool = strcmp(source, "pool") == 0;
 	if (worker_caches_reset)
-		open_worker_pool(newval);
-	else
-		worker_pool_pending = newval;
+		tb_build_scan_worker_prepare(worker_scan_relid, worker_scan_from_pool);
 }
 
 static void
 tb_index_build_worker_reset(Datum arg, Oid relid)
 {
-	if (!InitializingParallelWorker || !IsParallelWorker() ||
-		OidIsValid(relid) || !ActiveSnapshotSet())
+	if (!IsParallelWorker())
 		return;
-	worker_caches_reset = true;
-	if (worker_pool_pending > 0 && NLocBuffer == 0)
-		open_worker_pool(worker_pool_pending);
+	if (InitializingParallelWorker && !OidIsValid(relid) && ActiveSnapshotSet() &&
+		!worker_caches_reset)
+	{
+		worker_caches_reset = true;
+		if (OidIsValid(worker_scan_relid))
+			tb_build_scan_worker_prepare(worker_scan_relid, worker_scan_from_pool);
+		return;
+	}
+	tb_build_scan_worker_reset(relid);
 }
 
 void
 tb_install_index_build_hooks(void)
 {
-	DefineCustomIntVariable("pg_tempbuf.build_worker_buffers",
-							"Local buffers a parallel worker of a btree build on a temporary table opens (internal).",
-							"A buffer for each page of the table during such a build, 0 otherwise.",
-							&build_worker_buffers,
-							build_worker_buffers,
-							0, INT_MAX,
-							PGC_SUSET,
-							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_NO_RESET_ALL |
-							GUC_DISALLOW_IN_FILE,
-							NULL, assign_build_worker_buffers, NULL);
+	DefineCustomStringVariable("pg_tempbuf.build_worker_scan",
+							   "The table a parallel worker of a btree build on a temporary table scans, and where it finds its pages (internal).",
+							   "Set by the leader for such a build only.",
+							   &build_worker_scan,
+							   "",
+							   PGC_SUSET,
+							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_NO_RESET_ALL |
+							   GUC_DISALLOW_IN_FILE,
+							   NULL, assign_build_worker_scan, NULL);
 	CacheRegisterRelcacheCallback(tb_index_build_worker_reset, (Datum) 0);
 
 	prev_relation_info_hook = TbRelationInfoHook;

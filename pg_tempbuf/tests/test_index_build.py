@@ -10,6 +10,7 @@ sequential scan, over generated MVCC histories built in the transaction that wro
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -326,13 +327,48 @@ def test_cancel_leaves_no_index(preloaded_cluster: Cluster) -> None:
             conn.execute("SELECT bt_index_check('i', true)")
 
 
-def test_a_table_mostly_dirty_in_a_large_pool_builds_serially(preloaded_cluster: Cluster) -> None:
-    """Writing a whole table first costs more than a worker saves (index_build.c,
-    too_much_to_write()): a table just written into a pool that holds it stays serial; once its
-    pages are written, the same build gets its worker."""
+DIRTY_PAGES = ("SELECT count(*) FILTER (WHERE isdirty) FROM pg_local_buffers "
+               "WHERE relfilenode = pg_relation_filenode('t')")
+
+
+def test_a_table_just_written_into_a_large_pool_builds_with_workers_that_read_the_pool(
+        preloaded_cluster: Cluster) -> None:
+    """A table just written into a pool that holds it, every page dirty: workers copy their share
+    out of the leader's pool (build_scan.c), and the leader writes none of it, yet the index is
+    the serial build's, page for page."""
     with preloaded_cluster.connect(options="-c temp_buffers=256MB") as conn:
         conn.execute("SET max_parallel_maintenance_workers = 2")
         conn.execute(BIG_TABLE)
+        dirty = conn.execute(DIRTY_PAGES).fetchone()[0]
+        assert dirty > 1000, dirty
+        if os.environ.get("PGTB_SERVER_SHIM") == "deny_proc_fd":
+            # Workers may not map the pool: the fallback, as with pg_tempbuf.shared_pool = off.
+            assert build(conn, "CREATE INDEX i_par ON t (s)").requested is None
+            return
+        ours = build(conn, "CREATE INDEX i_par ON t (s)")
+        assert ours.requested == 1 and ours.participants == 2, ours
+        assert conn.execute(DIRTY_PAGES).fetchone()[0] == dirty  # nothing written
+        conn.execute("SET pg_tempbuf.parallel_index_build = off")
+        build(conn, "CREATE INDEX i_ser ON t (s)")
+        if has_extension(conn, "pageinspect"):
+            assert page_digests(conn, "i_par") == page_digests(conn, "i_ser")
+        if has_extension(conn, "amcheck"):
+            conn.execute("SELECT bt_index_check('i_par', true)")
+
+
+def test_where_workers_cannot_map_the_pool_a_mostly_dirty_table_builds_serially(
+        preloaded_cluster: Cluster) -> None:
+    """Without the pool to read (pg_tempbuf.shared_pool = off, as where the system refuses it),
+    the leader writes what workers read, and writing a whole table first costs more than a worker
+    saves (index_build.c, too_much_to_write()): a table just written stays serial; once its pages
+    are written, the same build gets its worker, which reads the file through its ring."""
+    with preloaded_cluster.connect(options="-c temp_buffers=256MB") as conn:
+        conn.execute("SET max_parallel_maintenance_workers = 2")
+        conn.execute("SET pg_tempbuf.shared_pool = off")
+        conn.execute(BIG_TABLE)
         assert build(conn, "CREATE INDEX ON t (s)").requested is None
         conn.execute("SELECT pg_flush_local_buffers()")
-        assert build(conn, "CREATE INDEX ON t (s)").requested == 1
+        ours = build(conn, "CREATE INDEX i_par ON t (s)")
+        assert ours.requested == 1 and ours.participants == 2, ours
+        if has_extension(conn, "amcheck"):
+            conn.execute("SELECT bt_index_check('i_par', true)")
