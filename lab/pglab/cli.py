@@ -32,11 +32,13 @@
       EXPLAIN ANALYZE VERBOSE per worker, wall times, and the ratios to the shared hit.
 
   pglab index-build [--quick] [--rows N,...] [--keys int,text] [--repetitions K] [--workers W]
-                    [--maintenance-work-mem SIZE] [--temp-buffers SIZE] [--table-parallel-workers N]
-                    [--no-unlogged-serial] [--out DIR] [--pg-config P | --dsn DSN] [--checksums | --no-checksums]
+                    [--maintenance-work-mem SIZE] [--temp-buffers SIZE,...] [--table-parallel-workers N]
+                    [--no-unlogged-serial] [--no-worker-memory] [--out DIR] [--pg-config P | --dsn DSN]
+                    [--checksums | --no-checksums]
       CREATE INDEX (btree) on a temporary table just written, in one run, interleaved: serial
       (pg_tempbuf.parallel_index_build = off), pg_tempbuf's parallel build (on), an UNLOGGED copy's parallel
-      build (and serial); medians, workers asked for and launched, the ratios, each index checked.
+      build (and serial), at each temp_buffers; medians, workers asked for and launched, their peak RssAnon,
+      the ratios, each index checked.
 
   pglab report [--results DIR] [--out FILE]
       One self-contained HTML page with the latest result of every experiment (section.json files).

@@ -11,8 +11,11 @@ builds the index once in each mode, the order rotating per round, each mode in a
 * UNLOGGED, parallel: an UNLOGGED table of the same rows, core's own parallel build (what users do instead);
 * UNLOGGED, serial (--no-unlogged-serial skips it): the same with max_parallel_maintenance_workers = 0.
 
+With several pool sizes (--temp-buffers 8MB,1GB) each mode has a session per size, all interleaved.
+
 Each build runs on a table just written in that session: CREATE TABLE AS, then CREATE INDEX (timed by the
 client), then (first round) the index checked against a sequential scan, then DROP TABLE.  The workers a build
 launched come from trace_sort's lines (one "performsort of worker N" per participant, N >= 0; none in a
-serial build), the workers it asked for from its DEBUG1 line.
+serial build), the workers it asked for from its DEBUG1 line, their peak anonymous memory from /proc/<pid>/status
+(RssAnon), sampled every 10 ms while the build runs.
 """

@@ -1,6 +1,6 @@
 """What an index-build run measured: each build's time, the workers it asked for and launched (its DEBUG1 and
-trace_sort lines parsed), the index checks; per size, key type and mode the summaries, and the ratios of the
-same run."""
+trace_sort lines parsed), its parallel workers' peak anonymous memory, the index checks; per pool size
+(temp_buffers), table size, key type and mode the summaries, and the ratios of the same run."""
 
 from __future__ import annotations
 
@@ -178,10 +178,64 @@ def scan_node(explain: Any) -> str:
     return f"Custom Scan ({provider})" if provider else str(node.get("Node Type"))
 
 
+def rss_anon_kb(status: str) -> int | None:
+    """The RssAnon line of /proc/<pid>/status ('RssAnon:\t   12345 kB') in kB; None where it has none."""
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name == "RssAnon":
+            fields = value.split()
+            if len(fields) == 2 and fields[1] == "kB" and fields[0].isdigit():
+                return int(fields[0])
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class WorkerMemory:
+    """The parallel workers of one build, sampled while it ran: each worker's highest RssAnon (anonymous resident
+    memory: its private allocations, sort memory included; not shared memory such as shared_buffers or the
+    leader's pool mapped by the worker)."""
+
+    workers_seen: int  # distinct workers pg_stat_activity showed for the build's session
+    peaks_kb: tuple[int, ...]  # the highest RssAnon sampled of each worker whose status could be read, in kB
+    samples: int  # times the workers were looked up during the build
+
+    @property
+    def peak_kb(self) -> int | None:
+        """The largest worker's peak; None where no worker's status was read."""
+        return max(self.peaks_kb) if self.peaks_kb else None
+
+    @property
+    def peak_mb(self) -> float | None:
+        return None if self.peak_kb is None else self.peak_kb / 1024
+
+
+class PeakTracker:
+    """Each worker's highest RssAnon over one build's samples (filled by the sampler's thread, read after it)."""
+
+    def __init__(self) -> None:
+        self._peaks: dict[int, int | None] = {}  # pid -> highest kB read (None: seen, its status never read)
+        self.samples = 0
+
+    def sample(self, readings: Iterable[tuple[int, int | None]]) -> None:
+        """One look: the (pid, RssAnon kB or None where unreadable) of each worker listed."""
+        self.samples += 1
+        for pid, kb in readings:
+            old = self._peaks.get(pid)
+            if old is None or (kb is not None and kb > old):
+                self._peaks[pid] = kb
+
+    def result(self) -> WorkerMemory:
+        return WorkerMemory(workers_seen=len(self._peaks),
+                            peaks_kb=tuple(kb for kb in self._peaks.values() if kb is not None),
+                            samples=self.samples)
+
+
 @dataclass(frozen=True)
 class Build:
     """One timed CREATE INDEX."""
 
+    temp_buffers: str  # the session's pool size
     rows: int
     key: str
     mode: str
@@ -193,6 +247,7 @@ class Build:
     table_pages: int
     index_bytes: int
     check: IndexCheck | None = None  # first round only
+    memory: WorkerMemory | None = None  # None: not sampled (/proc not readable, or --no-worker-memory)
 
 
 @dataclass(frozen=True)
@@ -212,6 +267,7 @@ class Spread:
 
 @dataclass(frozen=True)
 class ModeSummary:
+    temp_buffers: str
     rows: int
     key: str
     mode: Mode
@@ -225,6 +281,11 @@ class ModeSummary:
     index_bytes: int  # median
     checked: int  # builds whose index was checked
     check_failures: int
+    # The median over rounds of each build's largest worker peak RssAnon, MiB (kB / 1024); None where no build's
+    # worker was read (not sampled, or no worker seen).
+    worker_peak_mb: float | None = None
+    worker_peak_builds: int = 0  # builds with a worker peak
+    workers_seen_max: int | None = None  # the most workers one build was seen with; None: not sampled
 
     @property
     def requested_label(self) -> str:
@@ -242,9 +303,28 @@ def _median_int(values: Sequence[int]) -> int:
     return ordered[len(ordered) // 2] if ordered else 0
 
 
-def groups(builds: Sequence[Build]) -> list[tuple[int, str]]:
-    """The (rows, key) pairs measured, in the order they ran."""
-    return list(dict.fromkeys((b.rows, b.key) for b in builds))
+Group = tuple[str, int, str]  # (temp_buffers, rows, key)
+
+
+def groups(builds: Sequence[Build]) -> list[Group]:
+    """The (temp_buffers, rows, key) cases measured: per pool size in the order first run, the (rows, key) pairs in
+    the order they ran."""
+    found = list(dict.fromkeys((b.temp_buffers, b.rows, b.key) for b in builds))
+    pools = list(dict.fromkeys(g[0] for g in found))
+    return sorted(found, key=lambda g: pools.index(g[0]))
+
+
+def of_group(builds: Sequence[Build], group: Group) -> list[Build]:
+    return [b for b in builds if (b.temp_buffers, b.rows, b.key) == group]
+
+
+def worker_peak(builds: Sequence[Build]) -> tuple[float | None, int, int | None]:
+    """(the median of the builds' worker peaks in MiB, the builds that had one, the most workers a build was seen
+    with): None where no build has a peak, and for the count where no build was sampled."""
+    sampled = [b.memory for b in builds if b.memory is not None]
+    peaks = [m.peak_mb for m in sampled if m.peak_mb is not None]
+    return (stats.summarize(peaks).median if peaks else None, len(peaks),
+            max(m.workers_seen for m in sampled) if sampled else None)
 
 
 def modes_of(builds: Sequence[Build]) -> list[Mode]:
@@ -252,15 +332,17 @@ def modes_of(builds: Sequence[Build]) -> list[Mode]:
     return [m for m in MODES if str(m) in found]
 
 
-def summarize(builds: Sequence[Build], rows: int, key: str, mode: Mode) -> ModeSummary | None:
-    mine = [b for b in builds if (b.rows, b.key, b.mode) == (rows, key, str(mode))]
+def summarize(builds: Sequence[Build], group: Group, mode: Mode) -> ModeSummary | None:
+    mine = [b for b in of_group(builds, group) if b.mode == str(mode)]
     if not mine:
         return None
     launched = [b.trace.workers_launched for b in mine]
     written = [b.trace.pages_written for b in mine if b.trace.pages_written is not None]
     checks = [b.check for b in mine if b.check is not None]
+    peak_mb, peak_builds, seen = worker_peak(mine)
+    temp_buffers, rows, key = group
     return ModeSummary(
-        rows=rows, key=key, mode=mode,
+        temp_buffers=temp_buffers, rows=rows, key=key, mode=mode,
         ms=Spread.of([b.ms for b in mine]),
         load_ms=Spread.of([b.load_ms for b in mine]).median,
         workers_requested=tuple(sorted({b.trace.workers_requested for b in mine
@@ -270,15 +352,16 @@ def summarize(builds: Sequence[Build], rows: int, key: str, mode: Mode) -> ModeS
         table_pages=_median_int([b.table_pages for b in mine]),
         index_bytes=_median_int([b.index_bytes for b in mine]),
         checked=len(checks), check_failures=sum(1 for c in checks if not c.ok),
+        worker_peak_mb=peak_mb, worker_peak_builds=peak_builds, workers_seen_max=seen,
     )
 
 
 def summaries(builds: Sequence[Build]) -> list[ModeSummary]:
-    """Per (rows, key) in the order they ran, per mode in MODES' order."""
+    """Per (temp_buffers, rows, key) as groups() orders them, per mode in MODES' order."""
     out = []
-    for rows, key in groups(builds):
+    for group in groups(builds):
         for mode in MODES:
-            found = summarize(builds, rows, key, mode)
+            found = summarize(builds, group, mode)
             if found is not None:
                 out.append(found)
     return out
@@ -291,8 +374,10 @@ def div(a: float, b: float) -> float:
 
 @dataclass(frozen=True)
 class Ratio:
-    """numerator's time / denominator's, for one size and key type: of the medians, and per round."""
+    """numerator's time / denominator's, for one pool size, table size and key type: of the medians, and per
+    round."""
 
+    temp_buffers: str
     rows: int
     key: str
     numerator: Mode
@@ -307,35 +392,36 @@ class Ratio:
                                 f"{LABELS[self.numerator]} / {LABELS[self.denominator]}")
 
 
-def paired(builds: Sequence[Build], rows: int, key: str, a: Mode, b: Mode) -> list[float]:
-    """a's time / b's, round by round (rounds that built both)."""
+def paired(builds: Sequence[Build], group: Group, a: Mode, b: Mode) -> list[float]:
+    """a's time / b's, round by round (rounds that built both), at one pool size."""
     by_round: dict[int, dict[str, float]] = {}
-    for x in builds:
-        if (x.rows, x.key) == (rows, key):
-            by_round.setdefault(x.repetition, {})[x.mode] = x.ms
+    for x in of_group(builds, group):
+        by_round.setdefault(x.repetition, {})[x.mode] = x.ms
     return [r[str(a)] / r[str(b)] for _, r in sorted(by_round.items()) if str(a) in r and str(b) in r and r[str(b)]]
 
 
 def ratios(builds: Sequence[Build]) -> list[Ratio]:
     out = []
-    for rows, key in groups(builds):
+    for group in groups(builds):
+        mine = of_group(builds, group)
         for a, b in RATIOS:
-            sa, sb = summarize(builds, rows, key, a), summarize(builds, rows, key, b)
+            sa, sb = summarize(mine, group, a), summarize(mine, group, b)
             if sa is None or sb is None:
                 continue
+            temp_buffers, rows, key = group
             out.append(Ratio(
-                rows=rows, key=key, numerator=a, denominator=b,
+                temp_buffers=temp_buffers, rows=rows, key=key, numerator=a, denominator=b,
                 of_medians=div(sa.ms.median, sb.ms.median),
-                paired=Spread.of(paired(builds, rows, key, a, b)),
-                differ_p=stats.differ_p([x.ms for x in builds if (x.rows, x.key, x.mode) == (rows, key, str(a))],
-                                        [x.ms for x in builds if (x.rows, x.key, x.mode) == (rows, key, str(b))]),
+                paired=Spread.of(paired(mine, group, a, b)),
+                differ_p=stats.differ_p([x.ms for x in mine if x.mode == str(a)],
+                                        [x.ms for x in mine if x.mode == str(b)]),
             ))
     return out
 
 
-def ratio_of(found: Sequence[Ratio], rows: int, key: str, pair: tuple[Mode, Mode]) -> Ratio | None:
+def ratio_of(found: Sequence[Ratio], group: Group, pair: tuple[Mode, Mode]) -> Ratio | None:
     for r in found:
-        if (r.rows, r.key, r.numerator, r.denominator) == (rows, key, *pair):
+        if (r.temp_buffers, r.rows, r.key, r.numerator, r.denominator) == (*group, *pair):
             return r
     return None
 
@@ -359,5 +445,7 @@ class IndexBuildRun(RecordedRun):
     out_dir: Path = Path(".")
     modes: tuple[Mode, ...] = ()
     builds: list[Build] = field(default_factory=list)
-    session_settings: dict[str, list[str]] = field(default_factory=dict)  # per mode: the SETs its session ran
+    # Per temp_buffers, per mode: the SETs its session ran.
+    session_settings: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    worker_memory_unavailable: str | None = None  # why the workers' memory was not sampled; None: it was
     notes: list[str] = field(default_factory=list)

@@ -14,6 +14,7 @@ from pglab.cliargs import (
     check_checksums_target,
     check_out_and_pg_config,
     memory_size,
+    memory_size_bytes,
     memory_size_list,
     name_list,
     positive_int,
@@ -36,6 +37,14 @@ def key_list(text: str) -> tuple[str, ...]:
     return keys
 
 
+def temp_buffers_list(text: str) -> tuple[str, ...]:
+    """'1GB,8MB' -> ('8MB', '1GB'): pool sizes, ascending; a size given twice (also as 8192kB and 8MB) once."""
+    by_bytes: dict[int, str] = {}
+    for size in memory_size_list(text):
+        by_bytes.setdefault(memory_size_bytes(size), size)
+    return tuple(size for _, size in sorted(by_bytes.items()))
+
+
 def non_negative_int(text: str) -> int:
     if text.strip() == "0":
         return 0
@@ -53,8 +62,9 @@ def add_parser(commands: Any) -> None:
             "round): (1) a temporary table with pg_tempbuf.parallel_index_build = off (core's serial build, as stock "
             "PostgreSQL); (2) the same with it on (ours: core's parallel build, core's rule for the worker count, the "
             "table's dirty pages written first); (3) an UNLOGGED copy under core's parallel build; (4) the UNLOGGED "
-            "copy with max_parallel_maintenance_workers = 0 (--no-unlogged-serial skips it). Reports the medians, "
-            "min and max, the workers each build asked for and launched (trace_sort), the ratios of the same run "
+            "copy with max_parallel_maintenance_workers = 0 (--no-unlogged-serial skips it); each at every "
+            "--temp-buffers size. Reports the medians, min and max, the workers each build asked for and launched "
+            "(trace_sort), the parallel workers' peak anonymous memory (RssAnon), the ratios of the same run "
             "(ours / serial speedup, ours / UNLOGGED parallel against the 10% goal line), and checks each index "
             "built in the first round against a sequential scan."
         ),
@@ -75,9 +85,12 @@ def add_parser(commands: Any) -> None:
                         metavar="SIZE",
                         help="maintenance_work_mem of every session (default %(default)s: core's rule then gives 1 "
                              "worker; 96MB gives 2)")
-    parser.add_argument("--temp-buffers", type=memory_size, default=opt.DEFAULT_TEMP_BUFFERS, metavar="SIZE",
-                        help="temp_buffers of every session, set before its first temporary table; should hold the "
-                             "largest table (default %(default)s)")
+    parser.add_argument("--temp-buffers", type=temp_buffers_list, default=opt.DEFAULT_TEMP_BUFFERS,
+                        metavar="SIZE,...",
+                        help="temp_buffers of the sessions, set before their first temporary table; several sizes "
+                             "(8MB,1GB) run every size and key type at each, interleaved in each round, a session "
+                             "per mode and size, reported per size (default "
+                             f"{','.join(opt.DEFAULT_TEMP_BUFFERS)})")
     em.add_shared_buffers_argument(parser)
     parser.add_argument("--table-parallel-workers", type=non_negative_int, metavar="N",
                         help="the tables' parallel_workers storage parameter, which core's rule takes instead of the "
@@ -85,6 +98,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--unlogged-serial", action=argparse.BooleanOptionalAction, default=True,
                         help="also time the UNLOGGED copy's serial build, max_parallel_maintenance_workers = 0, for "
                              "reference (default: on)")
+    parser.add_argument("--worker-memory", action=argparse.BooleanOptionalAction, default=True,
+                        help="sample the parallel workers' anonymous memory (RssAnon, /proc/<pid>/status) every "
+                             f"{opt.SAMPLE_INTERVAL_S * 1000:g} ms during every build, from another connection; "
+                             "the report gives each build's largest worker peak (default: on; nothing is sampled "
+                             "where the server's /proc is not readable)")
     parser.add_argument("--quick", action="store_true",
                         help=f"demo size: {','.join(map(str, opt.QUICK_ROWS))} rows, {opt.QUICK_REPETITIONS} rounds "
                              "(explicit options win)")
@@ -116,6 +134,7 @@ def options_from(args: argparse.Namespace) -> IndexBuildOptions:
         checksums=args.checksums,
         shared_buffers=args.shared_buffers,
         quick=args.quick,
+        worker_memory=args.worker_memory,
     )
 
 

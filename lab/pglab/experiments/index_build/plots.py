@@ -1,5 +1,5 @@
-"""The plots of `pglab index-build`: build time against rows, one panel per key type, one series per mode; and
-the ratios of the same run against rows."""
+"""The plots of `pglab index-build`: build time against rows, one panel per pool size (temp_buffers) and key type,
+one series per mode; and the ratios of the same run against rows, panelled alike."""
 
 from __future__ import annotations
 
@@ -46,12 +46,19 @@ def _rows_axis(ax: Any, rows: Sequence[int]) -> None:
     ax.set_xlabel("rows")
 
 
-def plot_build_times(found: Sequence[ModeSummary], keys: Sequence[str], title: str, path: Path) -> None:
-    """Median CREATE INDEX time against rows (log-log), min..max as error bars; a panel per key type."""
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4.4), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
+def panel_title(pool: str, key: str, pools: Sequence[str]) -> str:
+    return f"{key} key" if len(pools) == 1 else f"temp_buffers = {pool}, {key} key"
+
+
+def plot_build_times(found: Sequence[ModeSummary], pools: Sequence[str], keys: Sequence[str], title: str,
+                     path: Path) -> None:
+    """Median CREATE INDEX time against rows (log-log), min..max as error bars; a panel per pool size (a row) and
+    key type (a column)."""
+    fig, axes = plt.subplots(len(pools), len(keys), figsize=(5.5 * len(keys), 4.4 * len(pools)), squeeze=False)
+    for (pool, key), ax in zip([(p, k) for p in pools for k in keys], axes.flat, strict=True):
+        here = [s for s in found if (s.temp_buffers, s.key) == (pool, key)]
         for mode in Mode:
-            mine = sorted((s for s in found if s.key == key and s.mode is mode), key=lambda s: s.rows)
+            mine = sorted((s for s in here if s.mode is mode), key=lambda s: s.rows)
             if not mine:
                 continue
             xs = [s.rows for s in mine]
@@ -60,7 +67,7 @@ def plot_build_times(found: Sequence[ModeSummary], keys: Sequence[str], title: s
             ax.errorbar(xs, medians, yerr=errors, fmt=STYLES[mode], color=COLORS[mode], capsize=3, markersize=4,
                         linewidth=1,
                         label=f"{LABELS[mode]} (workers launched: {', '.join(s.launched_label for s in mine)})")
-        _rows_axis(ax, [s.rows for s in found if s.key == key])
+        _rows_axis(ax, [s.rows for s in here])
         ax.set_yscale("log")
         plain = ScalarFormatter()
         plain.set_scientific(False)
@@ -68,7 +75,7 @@ def plot_build_times(found: Sequence[ModeSummary], keys: Sequence[str], title: s
         ax.yaxis.set_major_formatter(plain)
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_ylabel("CREATE INDEX, ms (median, min..max)")
-        ax.set_title(f"{key} key", fontsize="medium")
+        ax.set_title(panel_title(pool, key, pools), fontsize="medium")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize="x-small", loc="upper left")
     fig.suptitle(title, fontsize="medium")
@@ -77,14 +84,15 @@ def plot_build_times(found: Sequence[ModeSummary], keys: Sequence[str], title: s
     plt.close(fig)
 
 
-def plot_ratios(found: Sequence[Ratio], keys: Sequence[str], goal: float, title: str, path: Path) -> None:
-    """Each ratio (of the medians; per round min..max as error bars) against rows, a panel per key type; 1 and the
-    goal line drawn."""
-    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4.0), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
+def plot_ratios(found: Sequence[Ratio], pools: Sequence[str], keys: Sequence[str], goal: float, title: str,
+                path: Path) -> None:
+    """Each ratio (of the medians; per round min..max as error bars) against rows, a panel per pool size (a row)
+    and key type (a column); 1 and the goal line drawn."""
+    fig, axes = plt.subplots(len(pools), len(keys), figsize=(5.5 * len(keys), 4.0 * len(pools)), squeeze=False)
+    for (pool, key), ax in zip([(p, k) for p in pools for k in keys], axes.flat, strict=True):
+        here = [r for r in found if (r.temp_buffers, r.key) == (pool, key)]
         for pair, label in RATIO_LABELS.items():
-            mine = sorted((r for r in found if r.key == key and (r.numerator, r.denominator) == pair),
-                          key=lambda r: r.rows)
+            mine = sorted((r for r in here if (r.numerator, r.denominator) == pair), key=lambda r: r.rows)
             if not mine:
                 continue
             xs = [r.rows for r in mine]
@@ -95,15 +103,15 @@ def plot_ratios(found: Sequence[Ratio], keys: Sequence[str], goal: float, title:
                         linewidth=1, label=label)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.axhline(goal, color="tab:red", linewidth=0.8, linestyle="--", label=f"goal line {goal} (ours / UNLOGGED)")
-        _rows_axis(ax, [r.rows for r in found if r.key == key])
+        _rows_axis(ax, [r.rows for r in here])
         ax.set_ylabel("time ratio (of the medians; per round min..max)")
-        ax.set_title(f"{key} key", fontsize="medium")
-        highest = max([r.paired.high for r in found if r.key == key and r.paired.n] + [goal])
+        ax.set_title(panel_title(pool, key, pools), fontsize="medium")
+        highest = max([r.paired.high for r in here if r.paired.n] + [goal])
         ax.set_ylim(0, highest * 1.1)
         ax.grid(True, which="major", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize="x-small", loc="lower center", ncols=len(labels))
     fig.suptitle(title, fontsize="medium")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.07 / len(pools), 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)

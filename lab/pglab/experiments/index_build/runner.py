@@ -6,16 +6,22 @@ maintenance_work_mem, and trace_sort with client_min_messages = debug2, whose no
 for, how many took part, and what ours wrote first.  No statement is prepared (pglab's connections never do), and
 a build is a utility statement: nothing of one mode's plan or setting reaches another's.
 
-For each size and key type, every round builds the index once in each mode, the order rotating per round: in the
-mode's session, CREATE TABLE AS (the rows just written, as users have them), CREATE INDEX timed by the client,
-in the first round the index checked (count and sum of hashes through an Index Only Scan against a Seq Scan),
-then DROP TABLE.
+With several pool sizes (--temp-buffers 8MB,1GB) every mode has a session per size.  For each table size and key
+type, every round builds the index once in each session, the order rotating per round: in the session,
+CREATE TABLE AS (the rows just written, as users have them), CREATE INDEX timed by the client, in the first round
+the index checked (count and sum of hashes through an Index Only Scan against a Seq Scan), then DROP TABLE.
+
+While each CREATE INDEX runs, a thread of the client samples the build's parallel workers from a connection of its
+own (WorkerSampler): every SAMPLE_INTERVAL_S it lists them (pg_stat_activity.leader_pid = the session's backend)
+and reads each one's RssAnon from /proc/<pid>/status, keeping each worker's highest.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -27,7 +33,7 @@ from pglab.cliargs import default_out_dir, prepare_out_dir
 from pglab.errors import LabError
 from pglab.experiments.index_build import analysis as an
 from pglab.experiments.index_build.analysis import KEY_COLUMNS, KEY_EXPRESSIONS, IndexBuildRun, Mode
-from pglab.experiments.index_build.options import EXTENSION, NAME, IndexBuildOptions
+from pglab.experiments.index_build.options import EXTENSION, NAME, SAMPLE_INTERVAL_S, IndexBuildOptions
 from pglab.machine import machine_info
 from pglab.progress import lab_progress
 from pglab.report_section import command_line, utc_timestamp
@@ -57,11 +63,11 @@ def table_name(mode: Mode) -> str:
     return TABLE if an.is_temp_mode(mode) else f"{SCHEMA}.ib_{mode}"
 
 
-def session_settings(mode: Mode, options: IndexBuildOptions) -> list[str]:
-    """What a mode's session sets, in this order, before its first table."""
+def session_settings(mode: Mode, temp_buffers: str, options: IndexBuildOptions) -> list[str]:
+    """What a mode's session at one pool size sets, in this order, before its first table."""
     workers = 0 if mode is Mode.UNLOGGED_SERIAL else options.workers
     return [
-        f"temp_buffers = '{options.temp_buffers}'",  # first: it counts from the first temporary table
+        f"temp_buffers = '{temp_buffers}'",  # first: it counts from the first temporary table
         f"{BUILD_GUC} = {'off' if mode is Mode.TEMP_SERIAL else 'on'}",  # only temporary tables heed it
         f"max_parallel_maintenance_workers = {workers}",
         f"maintenance_work_mem = '{options.maintenance_work_mem}'",
@@ -111,12 +117,14 @@ def scalar(conn: Conn, sql: str, params: tuple[Any, ...] = ()) -> Any:
 
 
 class Session:
-    """A mode's connection, and the notices of its last statements (message, detail)."""
+    """A mode's connection at one pool size, and the notices of its last statements (message, detail)."""
 
-    def __init__(self, target: TargetServer, mode: Mode, settings: list[str]) -> None:
+    def __init__(self, target: TargetServer, mode: Mode, temp_buffers: str, settings: list[str]) -> None:
         self.mode = mode
+        self.temp_buffers = temp_buffers
         self.notices: list[tuple[str, str | None]] = []
         self.conn: Conn = target.connect()
+        self.pid: int = self.conn.info.backend_pid
         try:
             self.conn.execute("SET client_min_messages = warning")
             self.conn.execute(f"LOAD '{EXTENSION}'")  # no-op when preloaded; makes --dsn servers work too
@@ -137,6 +145,104 @@ class Session:
         self.conn.close()
 
 
+# The parallel workers of a session's statement (leader_pid: PostgreSQL 13 on).  pg_stat_activity's own function,
+# without the view's joins to pg_database and pg_authid: a sixth of the view's server time (25 us a look, against
+# 165), asked every SAMPLE_INTERVAL_S while a build runs.
+WORKERS_SQL = ("SELECT pid FROM pg_stat_get_activity(NULL) WHERE backend_type = 'parallel worker' "
+               "AND leader_pid = %s")
+PROC = Path("/proc")
+
+
+def proc_status(pid: int) -> str | None:
+    """/proc/<pid>/status, or None where it cannot be read (gone, or hidden)."""
+    try:
+        return (PROC / str(pid) / "status").read_text()
+    except OSError:
+        return None
+
+
+def is_postgres(pid: int) -> bool:
+    """Whether /proc/<pid> is a process of PostgreSQL's (not another machine's pid that this one reuses)."""
+    try:
+        return (PROC / str(pid) / "comm").read_text().strip().startswith("postgres")
+    except OSError:
+        return False
+
+
+class Watch:
+    """One build's sampling: a thread listing the session's parallel workers and reading their RssAnon every
+    interval, until stopped."""
+
+    def __init__(self, conn: Conn, leader_pid: int, interval_s: float) -> None:
+        self.conn = conn
+        self.leader_pid = leader_pid
+        self.interval_s = interval_s
+        self.tracker = an.PeakTracker()
+        self.checked: dict[int, bool] = {}  # pid -> whether it is a postgres process (checked once per worker)
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="index-build worker memory", daemon=True)
+        self.thread.start()
+
+    def _rss_anon(self, pid: int) -> int | None:
+        if pid not in self.checked:
+            self.checked[pid] = is_postgres(pid)
+        status = proc_status(pid) if self.checked[pid] else None
+        return None if status is None else an.rss_anon_kb(status)
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                began = time.perf_counter()
+                pids = [int(row[0]) for row in self.conn.execute(WORKERS_SQL, (self.leader_pid,), prepare=True)]
+                self.tracker.sample([(pid, self._rss_anon(pid)) for pid in pids])
+                if self.stop.wait(max(0.0, self.interval_s - (time.perf_counter() - began))):
+                    return
+        except BaseException as exc:  # handed to the main thread by finish()
+            self.error = exc
+
+    def finish(self) -> an.WorkerMemory:
+        self.stop.set()
+        self.thread.join()
+        if self.error is not None:
+            raise LabError(f"sampling the build's workers failed: {self.error}") from self.error
+        return self.tracker.result()
+
+
+def worker_memory_unavailable(target: TargetServer, enabled: bool, version_num: int, probe_pid: int) -> str | None:
+    """Why the workers' memory cannot be sampled (probe_pid: a session's backend), or None."""
+    if not enabled:
+        return "--no-worker-memory"
+    if version_num < 130000:
+        return "pg_stat_activity has no leader_pid before PostgreSQL 13"
+    if target.data_dir is None:
+        return "the server is not on this machine (its data directory is not here): its /proc is not readable"
+    if not is_postgres(probe_pid):
+        return f"/proc/{probe_pid} (a session's backend) is not readable as a postgres process"
+    status = proc_status(probe_pid)
+    if status is None or an.rss_anon_kb(status) is None:
+        return f"/proc/{probe_pid}/status (a session's backend) has no readable RssAnon line"
+    return None
+
+
+class WorkerSampler:
+    """The connection that samples each build's parallel workers, or why their memory cannot be read here."""
+
+    def __init__(self, target: TargetServer, enabled: bool, version_num: int, probe_pid: int) -> None:
+        self.conn: Conn | None = None
+        self.unavailable = worker_memory_unavailable(target, enabled, version_num, probe_pid)
+        if self.unavailable is None:
+            self.conn = target.connect()
+
+    def watch(self, leader_pid: int) -> Watch | None:
+        """Start sampling the workers of leader_pid's statement; None where they cannot be read."""
+        return None if self.conn is None else Watch(self.conn, leader_pid, SAMPLE_INTERVAL_S)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
 def read_check(conn: Conn, sql: str, settings: tuple[str, ...]) -> tuple[int, int | None, str]:
     """count and sum of the check, and its plan's scan node, under settings local to one transaction."""
     with conn.transaction():
@@ -155,8 +261,10 @@ def check_index(conn: Conn, mode: Mode, key: str) -> an.IndexCheck:
     return an.IndexCheck(index_count, index_sum, seq_count, seq_sum, index_node, seq_node)
 
 
-def build_once(run: IndexBuildRun, session: Session, rows: int, key: str, repetition: int, position: int) -> None:
-    """Write the table, time CREATE INDEX, check the index in the first round, drop the table."""
+def build_once(run: IndexBuildRun, session: Session, sampler: WorkerSampler, rows: int, key: str, repetition: int,
+               position: int) -> None:
+    """Write the table, time CREATE INDEX (its workers sampled meanwhile), check the index in the first round, drop
+    the table."""
     conn, mode = session.conn, session.mode
     block_size = int(run.server.get("block_size") or 8192)
     conn.execute(f"DROP TABLE IF EXISTS {table_name(mode)}")
@@ -165,48 +273,53 @@ def build_once(run: IndexBuildRun, session: Session, rows: int, key: str, repeti
     load_ms = (time.perf_counter() - start) * 1000.0
     table_bytes = int(scalar(conn, "SELECT pg_relation_size(%s::regclass)", (table_name(mode),)))
     session.notices.clear()
-    start = time.perf_counter()
-    conn.execute(index_sql(mode, key))
-    ms = (time.perf_counter() - start) * 1000.0
+    watch = sampler.watch(session.pid)
+    try:
+        start = time.perf_counter()
+        conn.execute(index_sql(mode, key))
+        ms = (time.perf_counter() - start) * 1000.0
+    finally:
+        memory = watch.finish() if watch is not None else None
     trace = an.parse_trace(session.notices)
     index_bytes = int(scalar(conn, "SELECT pg_relation_size(%s::regclass)", (index_name(mode),)))
     check = check_index(conn, mode, key) if repetition == 0 else None
-    build = an.Build(rows=rows, key=key, mode=str(mode), repetition=repetition, position=position, ms=ms,
-                     load_ms=load_ms, trace=trace, table_pages=table_bytes // block_size, index_bytes=index_bytes,
-                     check=check)
+    build = an.Build(temp_buffers=session.temp_buffers, rows=rows, key=key, mode=str(mode), repetition=repetition,
+                     position=position, ms=ms, load_ms=load_ms, trace=trace, table_pages=table_bytes // block_size,
+                     index_bytes=index_bytes, check=check, memory=memory)
     run.builds.append(build)
     conn.execute(f"DROP TABLE {table_name(mode)}")
     if check is not None:
         problem = check.problem(rows)
         if problem is not None:
-            raise LabError(f"{an.LABELS[mode]}, {rows:,} rows, {key} key: the index built is wrong: {problem}: this "
-                           "is a bug, please report it")
+            raise LabError(f"{an.LABELS[mode]}, temp_buffers = {session.temp_buffers}, {rows:,} rows, {key} key: "
+                           f"the index built is wrong: {problem}: this is a bug, please report it")
 
 
-def measure(run: IndexBuildRun, sessions: dict[Mode, Session], progress: Any, task: Any) -> None:
+def measure(run: IndexBuildRun, sessions: list[Session], sampler: WorkerSampler, progress: Any, task: Any) -> None:
+    """Every round builds once in each session (a mode at a pool size), the order rotating per round."""
     options = run.options
-    modes = list(run.modes)
     for rows in options.rows:
         for key in options.keys:
             for repetition in range(options.repetitions):
                 progress.update(task, description=f"index-build: {rows:,} rows, {key} key, round "
                                                   f"{repetition + 1}/{options.repetitions}")
-                shift = repetition % len(modes)
-                for position, mode in enumerate(modes[shift:] + modes[:shift]):
-                    build_once(run, sessions[mode], rows, key, repetition, position)
+                shift = repetition % len(sessions)
+                for position, session in enumerate(sessions[shift:] + sessions[:shift]):
+                    build_once(run, session, sampler, rows, key, repetition, position)
                     progress.advance(task)
 
 
-def server_sizes(conn: Conn, options: IndexBuildOptions) -> dict[str, int]:
+def server_sizes(conn: Conn, options: IndexBuildOptions) -> dict[str, Any]:
     """What core's rule reads, in its units: min_parallel_table_scan_size in pages, maintenance_work_mem in kB;
-    and temp_buffers in bytes."""
+    and each temp_buffers in bytes."""
     block_size = int(current_setting(conn, "block_size") or 8192)
     return {
         "min_parallel_table_scan_pages": int(scalar(
             conn, "SELECT pg_size_bytes(current_setting('min_parallel_table_scan_size'))")) // block_size,
         "maintenance_work_mem_kb": int(scalar(conn, "SELECT pg_size_bytes(%s)", (options.maintenance_work_mem,)))
         // 1024,
-        "temp_buffers_bytes": int(scalar(conn, "SELECT pg_size_bytes(%s)", (options.temp_buffers,))),
+        "temp_buffers_bytes": {size: int(scalar(conn, "SELECT pg_size_bytes(%s)", (size,)))
+                               for size in options.temp_buffers},
     }
 
 
@@ -215,12 +328,13 @@ def run_index_build(options: IndexBuildOptions, console: Console) -> IndexBuildR
 
     modes = tuple(m for m in an.MODES if options.unlogged_serial or m is not Mode.UNLOGGED_SERIAL)
     run = IndexBuildRun(options=options, machine=machine_info(), command=command_line(), started=utc_timestamp(),
-                        modes=modes, session_settings={str(m): session_settings(m, options) for m in modes})
+                        modes=modes, session_settings={size: {str(m): session_settings(m, size, options) for m in modes}
+                                                       for size in options.temp_buffers})
     run.machine["load_average_start"] = load_average()
     processes = str(max(MIN_WORKER_PROCESSES, options.workers + 1))
     settings = em.server_settings({"shared_preload_libraries": EXTENSION, "max_worker_processes": processes,
                                    "max_parallel_workers": processes},
-                                  options.shared_buffers, (options.temp_buffers,), options.dsn)
+                                  options.shared_buffers, options.temp_buffers, options.dsn)
     with open_target(options.pg_config, options.dsn, options.checksums, require_extension=EXTENSION,
                      settings=settings) as target:
         with target.connect() as admin:
@@ -234,18 +348,25 @@ def run_index_build(options: IndexBuildOptions, console: Console) -> IndexBuildR
             run.server.update(extension_library_facts(admin, EXTENSION))
             out = options.out_dir or default_out_dir(NAME, run.version_num // 10000)
             run.out_dir = prepare_out_dir(out, options.out_dir is None)
-            sessions: dict[Mode, Session] = {}
+            sessions: list[Session] = []
+            sampler: WorkerSampler | None = None
             with recorded_run(run, status_writer(run, write_raw)), lab_progress(console) as progress:
                 task = progress.add_task("index-build: starting",
-                                         total=len(options.rows) * len(options.keys) * options.repetitions * len(modes))
+                                         total=len(options.rows) * len(options.keys) * options.repetitions * len(modes)
+                                         * len(options.temp_buffers))
                 try:
                     admin.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
                     admin.execute(f"CREATE SCHEMA {SCHEMA}")
-                    for mode in modes:
-                        sessions[mode] = Session(target, mode, run.session_settings[str(mode)])
-                    measure(run, sessions, progress, task)
+                    for size in options.temp_buffers:
+                        for mode in modes:
+                            sessions.append(Session(target, mode, size, run.session_settings[size][str(mode)]))
+                    sampler = WorkerSampler(target, options.worker_memory, run.version_num, sessions[0].pid)
+                    run.worker_memory_unavailable = sampler.unavailable
+                    measure(run, sessions, sampler, progress, task)
                 finally:
-                    for session in sessions.values():
+                    if sampler is not None:
+                        sampler.close()
+                    for session in sessions:
                         session.close()
                     try:
                         admin.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
