@@ -7,7 +7,8 @@ builds the index once in each mode, the order rotating per round, each mode in a
 * temp, off: a temporary table, pg_tempbuf.parallel_index_build = off: core's serial build, what stock
   PostgreSQL does for a temporary table;
 * temp, on (ours): the same with pg_tempbuf.parallel_index_build = on: core's parallel build with core's rule
-  for the worker count; the leader first writes the table's dirty pages, its workers read the file;
+  for the worker count; its workers copy the pages the leader holds out of its pool (where they cannot map it,
+  the leader first writes the table's dirty pages and they read the file);
 * UNLOGGED, parallel: an UNLOGGED table of the same rows, core's own parallel build (what users do instead);
 * UNLOGGED, serial (--no-unlogged-serial skips it): the same with max_parallel_maintenance_workers = 0.
 

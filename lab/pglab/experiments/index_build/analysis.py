@@ -35,8 +35,8 @@ WHAT = {
     Mode.TEMP_SERIAL: "temporary table, pg_tempbuf.parallel_index_build = off: core's serial build, as stock "
                       "PostgreSQL builds every index of a temporary table",
     Mode.TEMP_PARALLEL: "temporary table, pg_tempbuf.parallel_index_build = on: core's parallel build with core's rule "
-                        "for the worker count; the leader first writes the table's dirty pages, its workers read the "
-                        "table's file",
+                        "for the worker count; its workers copy the pages the leader holds out of its pool, the others from "
+                        "the file (where they cannot map the pool, the leader first writes the table's dirty pages)",
     Mode.UNLOGGED_PARALLEL: "UNLOGGED table of the same rows, core's own parallel build (what users do instead of a "
                             "temporary table)",
     Mode.UNLOGGED_SERIAL: "the UNLOGGED table with max_parallel_maintenance_workers = 0: core's serial build, for "

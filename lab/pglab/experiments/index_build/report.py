@@ -170,7 +170,7 @@ def ours_table(run: IndexBuildRun, found: list[an.ModeSummary]) -> rs.Table:
                  "speedup = temp off's median at the same temp_buffers / the mode's; workers asked for: the build's "
                  "DEBUG1 line; launched: trace_sort's participants less the leader; "
                  f"{worker_memory_caption(run)}; pages written first: what ours wrote of the table before its "
-                 "workers started; index check: count and sum of hashes through an Index Only Scan equal a Seq "
+                 "workers started, empty where it wrote none (its workers read its pool); index check: count and sum of hashes through an Index Only Scan equal a Seq "
                  "Scan's (first round)"))
 
 
@@ -239,8 +239,9 @@ def notes(run: IndexBuildRun, found: list[an.ModeSummary]) -> list[str]:
         "Every build runs on a table just written in its session, as users have it: each round, in each mode's "
         "session, CREATE TABLE AS SELECT g AS id, md5(g::text) AS s FROM generate_series(1, rows) g (TEMP or "
         "UNLOGGED), then CREATE INDEX on id (int key, rows in key order) or s (text key, random order), timed by the "
-        "client, then DROP TABLE: a second build on the same table would find its pages already written (ours "
-        "writes the table's dirty pages before its workers start) and its hint bits set.",
+        "client, then DROP TABLE: a second build on the same table would find its hint bits set (and, where workers "
+        "cannot map the leader's pool, its pages already written: ours then writes the table's dirty pages before "
+        "its workers start).",
         "Every round builds once in each mode (at each temp_buffers), the order rotating per round; each mode has "
         "its own session (one per temp_buffers; no "
         "statement prepared; a build is a utility statement, not a cached plan). trace_sort = on and "
