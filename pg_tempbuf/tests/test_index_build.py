@@ -47,6 +47,7 @@ class Build:
     requested: int | None
     error: str | None = None
     detail: str | None = None
+    notices: list[str] | None = None
 
 
 def build(conn: psycopg.Connection[Any], sql: str) -> Build:
@@ -75,7 +76,7 @@ def build(conn: psycopg.Connection[Any], sql: str) -> Build:
     for n in notices:
         if (m := re.search(r"on temporary table \"\w+\" with request for (\d+) parallel workers", n)):
             requested = int(m.group(1))
-    return Build(len(participants), requested, error, detail)
+    return Build(len(participants), requested, error, detail, notices)
 
 
 def page_digests(conn: psycopg.Connection[Any], index: str) -> list[str]:
@@ -273,7 +274,10 @@ def test_toast_keeps_the_build_serial_only_where_workers_would_read_it(preloaded
                      "FROM generate_series(1, 200) i) ELSE 'w' || g END FROM generate_series(1, 20000) g")
         row = conn.execute("SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = 't'::regclass").fetchone()
         assert row is not None and row[0] > 0
-        assert build(conn, "CREATE INDEX ON t (left(w, 12))").requested is None
+        serial = build(conn, "CREATE INDEX ON t (left(w, 12))")
+        assert serial.requested is None
+        assert any(re.search(r'on temporary table "t" serially: its workers would read TOAST pages', n)
+                   for n in serial.notices or []), serial.notices
         assert build(conn, "CREATE INDEX ON t (id)").requested == 2
 
 
