@@ -54,6 +54,7 @@
 
 #include "build_scan.h"
 #include "compat.h"
+#include "guc.h"
 #include "localbuf_access.h"
 #include "page_source.h"
 #include "shared_pool.h"
@@ -184,6 +185,16 @@ scan_share(Relation heap, Relation index, IndexInfo *indexInfo, bool anyvisible,
 	return reltuples;
 }
 
+/* Worker: map the leader's pool; 0, or the errno of the refusal. */
+static int
+map_leader_pool(void)
+{
+	/* pg_tempbuf.debug_hazard = handshake_stall: as if the system refused it. */
+	if (tb_debug_hazard == TB_HAZARD_HANDSHAKE_STALL)
+		return EACCES;
+	return tb_shared_pool_attach_leader();
+}
+
 /*
  * The routine's index_build_range_scan, in a build worker.  Core's heap
  * functions insist on core's routine (heap_getnext()), so it goes back
@@ -209,7 +220,7 @@ build_worker_range_scan(Relation heap, Relation index, IndexInfo *indexInfo,
 											  numblocks, callback, callback_state,
 											  scan);
 
-	if (build_worker.from_pool && (err = tb_shared_pool_attach_leader()) != 0)
+	if (build_worker.from_pool && (err = map_leader_pool()) != 0)
 		ereport(DEBUG1,
 				(errmsg_internal("parallel worker could not map the leader's local buffers, and reads no page of temporary table \"%s\": %s",
 								 RelationGetRelationName(heap), strerror(err))));

@@ -376,3 +376,29 @@ def test_where_workers_cannot_map_the_pool_a_mostly_dirty_table_builds_serially(
         assert ours.requested == 1 and ours.participants == 2, ours
         if has_extension(conn, "amcheck"):
             conn.execute("SELECT bt_index_check('i_par', true)")
+
+
+def test_workers_refused_the_pool_leave_their_share_to_the_others(preloaded_cluster: Cluster) -> None:
+    """Where a worker cannot map the leader's pool although the leader's probe could (forced with
+    pg_tempbuf.debug_hazard = handshake_stall), it takes no block and the leader scans them all:
+    no error, nothing written, and the index is the serial build's."""
+    with preloaded_cluster.connect(options="-c temp_buffers=256MB") as conn:
+        conn.execute("SET max_parallel_maintenance_workers = 2")
+        conn.execute(BIG_TABLE)
+        dirty = conn.execute(DIRTY_PAGES).fetchone()[0]
+        conn.execute("SET pg_tempbuf.debug_hazard = handshake_stall")
+        if os.environ.get("PGTB_SERVER_SHIM") == "deny_proc_fd":
+            assert build(conn, "CREATE INDEX i_par ON t (s)").requested is None
+            return
+        refused = build(conn, "CREATE INDEX i_par ON t (s)")
+        conn.execute("RESET pg_tempbuf.debug_hazard")
+        assert refused.error is None and refused.requested == 1 and refused.participants == 2, refused
+        assert any("could not map the leader's local buffers, and reads no page" in n
+                   for n in refused.notices or []), refused.notices
+        assert conn.execute(DIRTY_PAGES).fetchone()[0] == dirty
+        conn.execute("SET pg_tempbuf.parallel_index_build = off")
+        build(conn, "CREATE INDEX i_ser ON t (s)")
+        if has_extension(conn, "pageinspect"):
+            assert page_digests(conn, "i_par") == page_digests(conn, "i_ser")
+        if has_extension(conn, "amcheck"):
+            conn.execute("SELECT bt_index_check('i_par', true)")
