@@ -331,6 +331,17 @@ def test_cancel_leaves_no_index(preloaded_cluster: Cluster) -> None:
             conn.execute("SELECT bt_index_check('i', true)")
 
 
+def check_against_serial_build(conn: psycopg.Connection[Any], definition: str) -> None:
+    """i_par, built with workers on t, is what core's serial build makes of the same table: i_ser,
+    page for page (pageinspect), and amcheck's bt_index_check(heapallindexed) passes on i_par."""
+    conn.execute("SET pg_tempbuf.parallel_index_build = off")
+    build(conn, f"CREATE INDEX i_ser ON t {definition}")
+    if has_extension(conn, "pageinspect"):
+        assert page_digests(conn, "i_par") == page_digests(conn, "i_ser")
+    if has_extension(conn, "amcheck"):
+        conn.execute("SELECT bt_index_check('i_par', true)")
+
+
 DIRTY_PAGES = ("SELECT count(*) FILTER (WHERE isdirty) FROM pg_local_buffers "
                "WHERE relfilenode = pg_relation_filenode('t')")
 
@@ -352,12 +363,7 @@ def test_a_table_just_written_into_a_large_pool_builds_with_workers_that_read_th
         ours = build(conn, "CREATE INDEX i_par ON t (s)")
         assert ours.requested == 1 and ours.participants == 2, ours
         assert conn.execute(DIRTY_PAGES).fetchone()[0] == dirty  # nothing written
-        conn.execute("SET pg_tempbuf.parallel_index_build = off")
-        build(conn, "CREATE INDEX i_ser ON t (s)")
-        if has_extension(conn, "pageinspect"):
-            assert page_digests(conn, "i_par") == page_digests(conn, "i_ser")
-        if has_extension(conn, "amcheck"):
-            conn.execute("SELECT bt_index_check('i_par', true)")
+        check_against_serial_build(conn, "(s)")
 
 
 def test_where_workers_cannot_map_the_pool_a_mostly_dirty_table_builds_serially(
@@ -396,9 +402,4 @@ def test_workers_refused_the_pool_leave_their_share_to_the_others(preloaded_clus
         assert any("could not map the leader's local buffers, and reads no page" in n
                    for n in refused.notices or []), refused.notices
         assert conn.execute(DIRTY_PAGES).fetchone()[0] == dirty
-        conn.execute("SET pg_tempbuf.parallel_index_build = off")
-        build(conn, "CREATE INDEX i_ser ON t (s)")
-        if has_extension(conn, "pageinspect"):
-            assert page_digests(conn, "i_par") == page_digests(conn, "i_ser")
-        if has_extension(conn, "amcheck"):
-            conn.execute("SELECT bt_index_check('i_par', true)")
+        check_against_serial_build(conn, "(s)")
