@@ -687,8 +687,20 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 	return pages;
 }
 
+/* The entry of pages[] for block blkno, or NULL. */
+const TbResidentPage *
+tb_resident_page_find(const TbResidentPage *pages, int npages, BlockNumber blkno)
+{
+	TbResidentPage key = {blkno, 0, false, false};
+
+	if (npages == 0)
+		return NULL;
+	return bsearch(&key, pages, npages, sizeof(TbResidentPage),
+				   compare_resident_pages);
+}
+
 /*
- * Pin the local buffer that held block blkno when pages[] was taken, if it
+ * Pin the local buffer that held page's block when the list was taken, if it
  * still does, and return it; InvalidBuffer sends the caller to the file.
  * The buffer is the newest image of the page, clean or dirty, and the pin
  * keeps it in place (no eviction, no pruning) while the caller reads its
@@ -696,26 +708,16 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
  * as the serial scan's are.
  */
 Buffer
-tb_pin_resident_page(Relation rel, const TbResidentPage *pages, int npages,
-					 ForkNumber fork, BlockNumber blkno)
+tb_pin_resident_page(Relation rel, const TbResidentPage *page, ForkNumber fork)
 {
-	TbResidentPage key = {blkno, 0, false, false};
-	const TbResidentPage *found;
-	BufferDesc *bufHdr;
+	BufferDesc *bufHdr = GetLocalBufferDescriptor(page->buf_id);
 	TbRelFileId file = TbRelationFileId(rel);
 	Buffer		buffer;
 
-	if (npages == 0)
-		return InvalidBuffer;
-	found = bsearch(&key, pages, npages, sizeof(TbResidentPage),
-					compare_resident_pages);
-	if (found == NULL)
-		return InvalidBuffer;
-	bufHdr = GetLocalBufferDescriptor(found->buf_id);
 	if (!(TbReadBufState(bufHdr) & BM_VALID) ||
-		!in_scope(bufHdr, &file, fork) || bufHdr->tag.blockNum != blkno)
+		!in_scope(bufHdr, &file, fork) || bufHdr->tag.blockNum != page->blkno)
 		return InvalidBuffer;
-	buffer = ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, NULL);
+	buffer = ReadBufferExtended(rel, fork, page->blkno, RBM_NORMAL, NULL);
 	Assert(buffer == BufferDescriptorGetBuffer(bufHdr));
 	return buffer;
 }

@@ -68,8 +68,9 @@ typedef struct TbResidentPage
 
 extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
 										 int *npages);
-extern Buffer tb_pin_resident_page(Relation rel, const TbResidentPage *pages,
-								   int npages, ForkNumber fork,
-								   BlockNumber blkno);
+extern const TbResidentPage *tb_resident_page_find(const TbResidentPage *pages,
+												  int npages, BlockNumber blkno);
+extern Buffer tb_pin_resident_page(Relation rel, const TbResidentPage *page,
+								   ForkNumber fork);
 
 #endif							/* TB_LOCALBUF_ACCESS_H */

@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/parallel.h"
+#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "optimizer/optimizer.h"
 #include "port/atomics.h"
@@ -224,17 +225,35 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	Snapshot	snapshot = ts->css.ss.ps.state->es_snapshot;
 	TempScanCounters *counters = tb_ts_my_counters(ts);
+	const TbResidentPage *held;
 	const char *in_place = NULL;
+	char	   *in_pinset = NULL;
 	Page		page;
 	OffsetNumber maxoff;
 	bool		all_visible;
 
 	tb_ts_unpin_page(ts);
 	tb_ts_resume_in_place(ts);
-	if (ts->resident)
-		ts->pinned = tb_pin_resident_page(rel, ts->resident, ts->nresident,
-										  MAIN_FORKNUM, blkno);
-	if (BufferIsValid(ts->pinned))
+	if (ts->resident &&
+		(held = tb_resident_page_find(ts->resident, ts->nresident, blkno)) != NULL)
+	{
+		if (held->pinned)
+			in_pinset = LocalBufferBlockPointers[held->buf_id];
+		else
+			ts->pinned = tb_pin_resident_page(rel, held, MAIN_FORKNUM);
+	}
+	if (in_pinset != NULL)
+	{
+		/*
+		 * Pinned for the workers until the scan ends (share_leader_pages()):
+		 * read where it lies, as the workers do, counted as ReadBuffer's hit
+		 * would be.
+		 */
+		ts->page = in_pinset;
+		pgBufferUsage.local_blks_hit++;
+		counters->buffer_pages++;
+	}
+	else if (BufferIsValid(ts->pinned))
 	{
 		ts->page = BufferGetPage(ts->pinned);
 		counters->buffer_pages++;
@@ -429,6 +448,15 @@ count_reserved(TempScanShared *shared)
 	return n;
 }
 
+/* Leader: let go of the pins, which its own reads relied on too. */
+static void
+release_pins(TempScanState *ts)
+{
+	tb_pinset_release(&ts->pins);
+	for (int i = 0; i < ts->nresident; i++)
+		ts->resident[i].pinned = false;
+}
+
 /*
  * Leader, before workers start: keep every page they may read from
  * changing while they read it (page_guard.c), or decide that they must not
@@ -440,7 +468,7 @@ guard_pages(TempScanState *ts, TempScanShared *shared)
 	Relation	rel = ts->css.ss.ss_currentRelation;
 	const char *reason = NULL;
 
-	tb_pinset_release(&ts->pins);
+	release_pins(ts);
 	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt, ts->guard_pruning);
 	memset(tb_ts_reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
 
@@ -464,7 +492,7 @@ guard_pages(TempScanState *ts, TempScanShared *shared)
 		shared->leader_only = true;
 		shared->nleader_pages = 0;
 		shared->any_reserved = false;
-		tb_pinset_release(&ts->pins);
+		release_pins(ts);
 	}
 	if (shared->any_reserved)
 		ts->pages_kept += count_reserved(shared);
