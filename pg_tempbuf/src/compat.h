@@ -224,6 +224,25 @@ TbPinLocalBuffer(BufferDesc *desc)
 	PinLocalBuffer(desc, false);
 	return BufferDescriptorGetBuffer(desc);
 }
+
+/*
+ * From 17 an extension may define a kind of resource of its own, so a set
+ * of pins can be one entry of a resource owner (page_guard.c): a pin the
+ * owner does not track, taken as core takes one and forgotten at once (the
+ * owner finds its newest entry first), and let go without the owner.
+ */
+#define TB_OWNED_PIN_SETS 1
+static inline Buffer
+TbPinLocalBufferUntracked(BufferDesc *desc)
+{
+	Buffer		buffer = BufferDescriptorGetBuffer(desc);
+
+	ResourceOwnerEnlarge(CurrentResourceOwner);
+	PinLocalBuffer(desc, false);
+	ResourceOwnerForgetBuffer(CurrentResourceOwner, buffer);
+	return buffer;
+}
+#define TbUnpinLocalBufferUntracked(buffer)	UnpinLocalBufferNoOwner(buffer)
 #elif PG_VERSION_NUM >= 160000
 #include "utils/resowner_private.h"
 #define TbReserveBufferPin()		ResourceOwnerEnlargeBuffers(CurrentResourceOwner)

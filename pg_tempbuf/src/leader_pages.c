@@ -87,6 +87,7 @@ tb_leader_pages_init(TbLeaderPageSet *set, bool planned, bool leader_runs_code)
 	set->leader_runs_code = leader_runs_code;
 	set->pins.npinned = 0;
 	set->pins.buffers = NULL;
+	set->pins.owned = NULL;
 }
 
 /*

@@ -46,9 +46,11 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "storage/buf_internals.h"
 #include "storage/bufpage.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 
 #include "compat.h"
 #include "localbuf_access.h"
@@ -77,12 +79,94 @@ tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code)
 	set->buffers = NULL;
 	set->npinned = 0;
 	set->room = 0;
+	set->owned = NULL;
 	if (leader_runs_code)
 		return;
 	for (int i = 0; i < NLocBuffer; i++)
 		pinned += LocalRefCount[i] > 0;
 	set->room = Max(0, NLocBuffer - pins_left_free() - pinned);
 }
+
+#ifdef TB_OWNED_PIN_SETS
+/*
+ * A set's pins as one entry of the resource owner, where the owner would
+ * otherwise keep one each: past a few dozen it keeps them in a hash table,
+ * and a scan of TPC-H lineitem at SF 0.5 (57,752 pages, every one pinned for
+ * the workers) spent about 5 ms of the leader's time, before the workers
+ * were launched and after they were done, remembering and forgetting them.
+ * The entry lives in TopTransactionContext: a failed statement's executor
+ * memory may be gone before its resource owner lets the pins go.
+ */
+typedef struct OwnedPins
+{
+	ResourceOwner owner;		/* NULL once let go */
+	int			npinned;
+	Buffer		buffers[FLEXIBLE_ARRAY_MEMBER];
+} OwnedPins;
+
+static void
+unpin_owned(OwnedPins *owned)
+{
+	for (int i = 0; i < owned->npinned; i++)
+		TbUnpinLocalBufferUntracked(owned->buffers[i]);
+	owned->npinned = 0;
+	owned->owner = NULL;
+}
+
+/* The statement failed: its resource owner lets go of the set. */
+static void
+release_owned_pins(Datum resource)
+{
+	unpin_owned((OwnedPins *) DatumGetPointer(resource));
+}
+
+static const ResourceOwnerDesc owned_pins_desc = {
+	.name = "pg_tempbuf pinned local buffers",
+	.release_phase = RESOURCE_RELEASE_BEFORE_LOCKS,
+	.release_priority = RELEASE_PRIO_BUFFER_PINS,
+	.ReleaseResource = release_owned_pins,
+	.DebugPrint = NULL
+};
+
+static Buffer
+pin_owned(TbPinSet *set, BufferDesc *desc)
+{
+	OwnedPins  *owned = set->owned;
+
+	if (owned == NULL)
+	{
+		owned = MemoryContextAlloc(TopTransactionContext,
+								   add_size(offsetof(OwnedPins, buffers),
+											mul_size(sizeof(Buffer), set->room)));
+		owned->npinned = 0;
+		owned->owner = CurrentResourceOwner;
+		ResourceOwnerEnlarge(CurrentResourceOwner);
+		ResourceOwnerRemember(CurrentResourceOwner, PointerGetDatum(owned),
+							  &owned_pins_desc);
+		set->owned = owned;
+		set->buffers = owned->buffers;
+	}
+	owned->buffers[owned->npinned++] = TbPinLocalBufferUntracked(desc);
+	return owned->buffers[owned->npinned - 1];
+}
+
+static void
+release_owned(TbPinSet *set)
+{
+	OwnedPins  *owned = set->owned;
+
+	if (owned == NULL)
+		return;
+	if (owned->owner != NULL)
+	{
+		ResourceOwnerForget(owned->owner, PointerGetDatum(owned), &owned_pins_desc);
+		unpin_owned(owned);
+	}
+	pfree(owned);
+	set->owned = NULL;
+	set->buffers = NULL;
+}
+#endif
 
 /*
  * Pin local buffer buf_id for the rest of the scan; false when the budget
@@ -94,18 +178,27 @@ tb_pinset_add(TbPinSet *set, int buf_id)
 {
 	if (set->npinned >= set->room)
 		return false;
+#ifdef TB_OWNED_PIN_SETS
+	pin_owned(set, GetLocalBufferDescriptor(buf_id));
+#else
 	if (set->buffers == NULL)
 		set->buffers = MemoryContextAlloc(set->cxt,
 										  sizeof(Buffer) * set->room);
-	set->buffers[set->npinned++] = TbPinLocalBuffer(GetLocalBufferDescriptor(buf_id));
+	set->buffers[set->npinned] = TbPinLocalBuffer(GetLocalBufferDescriptor(buf_id));
+#endif
+	set->npinned++;
 	return true;
 }
 
 void
 tb_pinset_release(TbPinSet *set)
 {
+#ifdef TB_OWNED_PIN_SETS
+	release_owned(set);
+#else
 	for (int i = 0; i < set->npinned; i++)
 		ReleaseBuffer(set->buffers[i]);
+#endif
 	set->npinned = 0;
 }
 

@@ -21,6 +21,7 @@ typedef struct TbPinSet
 	Buffer	   *buffers;
 	int			npinned;
 	int			room;			/* the most pins the pool can spare */
+	void	   *owned;			/* from 17: the pins as one resource (page_guard.c) */
 } TbPinSet;
 
 extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code);
