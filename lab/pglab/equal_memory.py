@@ -5,8 +5,9 @@ they copy into, and a copy that does not fit shared_buffers is read through the 
 while the temporary table is read in place: the comparison would measure memory, not the
 extension.  So the experiments that time an UNLOGGED copy against a temporary table give the
 throwaway server a shared_buffers that holds the copy as temp_buffers holds the table (never less
-than the server's own), prewarm the copy after each load as the table lies in the pool after its
-own, and print both settings beside the results.  `--shared-buffers server` keeps the server's
+than the server's own), prewarm the copy after each load, and the temporary tables' indexes with
+it (core builds an index into its file, not into the pool that the table lies in after its load),
+and print both settings beside the results.  `--shared-buffers server` keeps the server's
 setting, for the earlier runs' figures.
 """
 
@@ -59,8 +60,9 @@ def server_settings(settings: dict[str, str], chosen: str | None, temp_buffers: 
 
 
 def prewarm(conn: psycopg.Connection[Any], relations: list[str]) -> str:
-    """Read the copy's relations (tables and indexes) into shared buffers; says how.  pg_prewarm
-    where the server has it, else a scan of each table (its indexes then warm as queries use them)."""
+    """Read relations (tables and indexes) into shared buffers, or a temporary one into this session's
+    local buffers; says how.  pg_prewarm where the server has it, else a scan of each table (its
+    indexes then warm as queries use them)."""
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         for relation in relations:
@@ -97,9 +99,14 @@ def memory_note(conn: psycopg.Connection[Any], relations: list[str], how: str) -
     return note
 
 
-def warm_copy(conn: psycopg.Connection[Any], tables: list[str], notes: list[str]) -> None:
-    """Prewarm the copy's tables and indexes, and add the settings' note once."""
+def warm_copy(conn: psycopg.Connection[Any], tables: list[str], notes: list[str],
+              temp_tables: list[str] | None = None) -> None:
+    """Prewarm the copy's tables and indexes, and the temporary tables' alike (temp_tables, in this
+    session), and add the settings' note once."""
     relations = with_indexes(conn, tables)
-    note = memory_note(conn, relations, prewarm(conn, relations))
+    how = prewarm(conn, relations)
+    if temp_tables:
+        how += f"; the temporary tables and indexes alike, by {prewarm(conn, with_indexes(conn, temp_tables))}"
+    note = memory_note(conn, relations, how)
     if note not in notes:
         notes.append(note)

@@ -171,7 +171,7 @@ def load_tpch_all_temp(conn: Conn, run: TempShapesRun, csv_dir: Path) -> None:
     unlogged = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.UNLOGGED, wl.SCHEMA)
     temp = tpch_tables.load(conn, csv_dir, tpch_tables.Kind.TEMP)
     conn.execute(run.flush_sql)
-    em.warm_copy(conn, unlogged, run.notes)
+    em.warm_copy(conn, unlogged, run.notes, temp_tables=temp)
     sizes = relation_bytes(conn, unlogged + temp)
     run.table_sizes.update(sizes)
     temp_bytes = sum(sizes[t] for t in temp)
