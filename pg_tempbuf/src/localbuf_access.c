@@ -687,16 +687,30 @@ tb_resident_pages(TbRelFileId file, ForkNumber fork, int *npages)
 	return pages;
 }
 
-/* The entry of pages[] for block blkno, or NULL. */
+/*
+ * The entry of pages[] for block blkno, or NULL.  *hint is where the last
+ * one was found: a scan asks for consecutive blocks, found next to it.
+ */
 const TbResidentPage *
-tb_resident_page_find(const TbResidentPage *pages, int npages, BlockNumber blkno)
+tb_resident_page_find(const TbResidentPage *pages, int npages, BlockNumber blkno,
+					  int *hint)
 {
 	TbResidentPage key = {blkno, 0, false, false};
+	const TbResidentPage *found;
+	int			next = *hint + 1;
 
+	if (next < npages && pages[next].blkno == blkno)
+	{
+		*hint = next;
+		return &pages[next];
+	}
 	if (npages == 0)
 		return NULL;
-	return bsearch(&key, pages, npages, sizeof(TbResidentPage),
-				   compare_resident_pages);
+	found = bsearch(&key, pages, npages, sizeof(TbResidentPage),
+					compare_resident_pages);
+	if (found != NULL)
+		*hint = (int) (found - pages);
+	return found;
 }
 
 /*

@@ -69,7 +69,8 @@ typedef struct TbResidentPage
 extern TbResidentPage *tb_resident_pages(TbRelFileId file, ForkNumber fork,
 										 int *npages);
 extern const TbResidentPage *tb_resident_page_find(const TbResidentPage *pages,
-												  int npages, BlockNumber blkno);
+												  int npages, BlockNumber blkno,
+												  int *hint);
 extern Buffer tb_pin_resident_page(Relation rel, const TbResidentPage *page,
 								   ForkNumber fork);
 

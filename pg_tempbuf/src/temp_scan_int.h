@@ -165,6 +165,7 @@ typedef struct TempScanState
 	/* leader: the table's pages in local buffers, copied from there */
 	TbResidentPage *resident;
 	int			nresident;
+	int			resident_hint;	/* where the last page was found in it */
 
 	/* leader: entries the DSM has for the list of its dirty pages */
 	int			leader_pages_room;

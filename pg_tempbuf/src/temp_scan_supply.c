@@ -98,6 +98,7 @@ remember_resident_pages(TempScanState *ts)
 		pfree(ts->resident);
 	ts->resident = tb_resident_pages(TbRelationFileId(rel), MAIN_FORKNUM,
 									 &ts->nresident);
+	ts->resident_hint = -1;
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -235,7 +236,8 @@ tb_ts_load_page(TempScanState *ts, BlockNumber blkno)
 	tb_ts_unpin_page(ts);
 	tb_ts_resume_in_place(ts);
 	if (ts->resident &&
-		(held = tb_resident_page_find(ts->resident, ts->nresident, blkno)) != NULL)
+		(held = tb_resident_page_find(ts->resident, ts->nresident, blkno,
+									   &ts->resident_hint)) != NULL)
 	{
 		if (held->pinned)
 			in_pinset = LocalBufferBlockPointers[held->buf_id];
