@@ -210,28 +210,17 @@ TbReadBufState(const BufferDesc *desc)
 
 /*
  * Pinning a local buffer found by its descriptor, without the lookup that
- * ReadBuffer makes: the pin counts in the descriptor's state from 16 on,
- * and the resource owner API changed in 17.  TbReserveBufferPin() makes
- * room for one pin in the resource owner, as a caller of
- * LocalBufferAlloc() must.
+ * ReadBuffer makes, for a set of pins that is one resource of its own
+ * (page_guard.c): a pin that no resource owner tracks, let go without the
+ * owner.  The pin counts in the descriptor's state from 16 on, and the
+ * resource owner API changed in 17, which also lets an extension define a
+ * kind of resource (TB_RESOURCE_KINDS).  TbReserveBufferPin() makes room
+ * for one pin in the resource owner, as a caller of LocalBufferAlloc() must.
  */
 #if PG_VERSION_NUM >= 170000
+#define TB_RESOURCE_KINDS 1
 #define TbReserveBufferPin()		ResourceOwnerEnlarge(CurrentResourceOwner)
-static inline Buffer
-TbPinLocalBuffer(BufferDesc *desc)
-{
-	ResourceOwnerEnlarge(CurrentResourceOwner);
-	PinLocalBuffer(desc, false);
-	return BufferDescriptorGetBuffer(desc);
-}
-
-/*
- * From 17 an extension may define a kind of resource of its own, so a set
- * of pins can be one entry of a resource owner (page_guard.c): a pin the
- * owner does not track, taken as core takes one and forgotten at once (the
- * owner finds its newest entry first), and let go without the owner.
- */
-#define TB_OWNED_PIN_SETS 1
+/* Taken as core takes one and forgotten at once: the owner finds its newest entry first. */
 static inline Buffer
 TbPinLocalBufferUntracked(BufferDesc *desc)
 {
@@ -247,25 +236,36 @@ TbPinLocalBufferUntracked(BufferDesc *desc)
 #include "utils/resowner_private.h"
 #define TbReserveBufferPin()		ResourceOwnerEnlargeBuffers(CurrentResourceOwner)
 static inline Buffer
-TbPinLocalBuffer(BufferDesc *desc)
-{
-	ResourceOwnerEnlargeBuffers(CurrentResourceOwner);
-	PinLocalBuffer(desc, false);
-	return BufferDescriptorGetBuffer(desc);
-}
-#else
-#include "utils/resowner_private.h"
-#define TbReserveBufferPin()		ResourceOwnerEnlargeBuffers(CurrentResourceOwner)
-static inline Buffer
-TbPinLocalBuffer(BufferDesc *desc)
+TbPinLocalBufferUntracked(BufferDesc *desc)
 {
 	Buffer		buffer = BufferDescriptorGetBuffer(desc);
 
 	ResourceOwnerEnlargeBuffers(CurrentResourceOwner);
-	LocalRefCount[-buffer - 1]++;
-	ResourceOwnerRememberBuffer(CurrentResourceOwner, buffer);
+	PinLocalBuffer(desc, false);
+	ResourceOwnerForgetBuffer(CurrentResourceOwner, buffer);
 	return buffer;
 }
+/* 16 lets a local pin go only through the owner: it remembers it for that. */
+static inline void
+TbUnpinLocalBufferUntracked(Buffer buffer)
+{
+	ResourceOwnerEnlargeBuffers(CurrentResourceOwner);
+	ResourceOwnerRememberBuffer(CurrentResourceOwner, buffer);
+	UnpinLocalBuffer(buffer);
+}
+#else
+#include "utils/resowner_private.h"
+#define TbReserveBufferPin()		ResourceOwnerEnlargeBuffers(CurrentResourceOwner)
+/* 15 counts a local pin in LocalRefCount alone. */
+static inline Buffer
+TbPinLocalBufferUntracked(BufferDesc *desc)
+{
+	Buffer		buffer = BufferDescriptorGetBuffer(desc);
+
+	LocalRefCount[-buffer - 1]++;
+	return buffer;
+}
+#define TbUnpinLocalBufferUntracked(buffer)	(LocalRefCount[-(buffer) - 1]--)
 #endif
 
 /*

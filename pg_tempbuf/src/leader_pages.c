@@ -149,7 +149,7 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 	 * worker peeking at an unpinned page (page_source.c).
 	 */
 	if (set->pins.buffers == NULL && set->pins.npinned == 0)
-		tb_pinset_init(&set->pins, CurrentMemoryContext, set->leader_runs_code);
+		tb_pinset_init(&set->pins, set->leader_runs_code);
 	for (int i = 0; i < set->nrels; i++)
 	{
 		list->relids[i] = set->relids[i];

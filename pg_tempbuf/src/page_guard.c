@@ -45,6 +45,7 @@
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "lib/ilist.h"
 #include "miscadmin.h"
 #include "storage/buf_internals.h"
 #include "storage/bufpage.h"
@@ -71,11 +72,10 @@ pins_left_free(void)
  * runs user code while workers read (leader_runs_code).
  */
 void
-tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code)
+tb_pinset_init(TbPinSet *set, bool leader_runs_code)
 {
 	int			pinned = 0;
 
-	set->cxt = cxt;
 	set->buffers = NULL;
 	set->npinned = 0;
 	set->room = 0;
@@ -87,19 +87,21 @@ tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code)
 	set->room = Max(0, NLocBuffer - pins_left_free() - pinned);
 }
 
-#ifdef TB_OWNED_PIN_SETS
 /*
- * A set's pins as one entry of the resource owner, where the owner would
- * otherwise keep one each: past a few dozen it keeps them in a hash table,
- * and a scan of TPC-H lineitem at SF 0.5 (57,752 pages, every one pinned for
- * the workers) spent about 5 ms of the leader's time, before the workers
- * were launched and after they were done, remembering and forgetting them.
- * The entry lives in TopTransactionContext: a failed statement's executor
- * memory may be gone before its resource owner lets the pins go.
+ * A set's pins are one resource of the resource owner, where the owner
+ * would otherwise keep one each: past a few dozen it keeps them in a hash
+ * table, and a scan of TPC-H lineitem at SF 0.5 (57,752 pages, every one
+ * pinned for the workers) spent about 5 ms of the leader's time, before the
+ * workers were launched and after they were done, remembering and
+ * forgetting them.  The set lives in TopTransactionContext: a failed
+ * statement's executor memory may be gone before its owner lets the pins go.
  */
 typedef struct OwnedPins
 {
 	ResourceOwner owner;		/* NULL once let go */
+#ifndef TB_RESOURCE_KINDS
+	dlist_node	node;			/* in owned_sets */
+#endif
 	int			npinned;
 	Buffer		buffers[FLEXIBLE_ARRAY_MEMBER];
 } OwnedPins;
@@ -113,6 +115,7 @@ unpin_owned(OwnedPins *owned)
 	owned->owner = NULL;
 }
 
+#ifdef TB_RESOURCE_KINDS
 /* The statement failed: its resource owner lets go of the set. */
 static void
 release_owned_pins(Datum resource)
@@ -128,7 +131,69 @@ static const ResourceOwnerDesc owned_pins_desc = {
 	.DebugPrint = NULL
 };
 
-static Buffer
+static void
+remember_owned(OwnedPins *owned)
+{
+	ResourceOwnerEnlarge(owned->owner);
+	ResourceOwnerRemember(owned->owner, PointerGetDatum(owned), &owned_pins_desc);
+}
+
+static void
+forget_owned(OwnedPins *owned)
+{
+	ResourceOwnerForget(owned->owner, PointerGetDatum(owned), &owned_pins_desc);
+}
+#else
+/*
+ * Before 17: the sets held now, which a release callback lets go when
+ * their owner is released first (CurrentResourceOwner is the owner being
+ * released while callbacks run).
+ */
+static dlist_head owned_sets = DLIST_STATIC_INIT(owned_sets);
+
+static void
+release_owned_sets(ResourceReleasePhase phase, bool isCommit, bool isTopLevel,
+				   void *arg)
+{
+	dlist_mutable_iter iter;
+
+	if (phase != RESOURCE_RELEASE_BEFORE_LOCKS)
+		return;
+	dlist_foreach_modify(iter, &owned_sets)
+	{
+		OwnedPins  *owned = dlist_container(OwnedPins, node, iter.cur);
+
+		if (owned->owner != CurrentResourceOwner)
+			continue;
+		if (isCommit)
+			elog(WARNING, "pg_tempbuf: %d local buffer pins not released",
+				 owned->npinned);
+		dlist_delete(&owned->node);
+		unpin_owned(owned);
+	}
+}
+
+static void
+remember_owned(OwnedPins *owned)
+{
+	static bool registered = false;
+
+	if (!registered)
+	{
+		RegisterResourceReleaseCallback(release_owned_sets, NULL);
+		registered = true;
+	}
+	dlist_push_head(&owned_sets, &owned->node);
+}
+
+static void
+forget_owned(OwnedPins *owned)
+{
+	dlist_delete(&owned->node);
+}
+#endif
+
+static void
 pin_owned(TbPinSet *set, BufferDesc *desc)
 {
 	OwnedPins  *owned = set->owned;
@@ -140,33 +205,12 @@ pin_owned(TbPinSet *set, BufferDesc *desc)
 											mul_size(sizeof(Buffer), set->room)));
 		owned->npinned = 0;
 		owned->owner = CurrentResourceOwner;
-		ResourceOwnerEnlarge(CurrentResourceOwner);
-		ResourceOwnerRemember(CurrentResourceOwner, PointerGetDatum(owned),
-							  &owned_pins_desc);
+		remember_owned(owned);
 		set->owned = owned;
 		set->buffers = owned->buffers;
 	}
 	owned->buffers[owned->npinned++] = TbPinLocalBufferUntracked(desc);
-	return owned->buffers[owned->npinned - 1];
 }
-
-static void
-release_owned(TbPinSet *set)
-{
-	OwnedPins  *owned = set->owned;
-
-	if (owned == NULL)
-		return;
-	if (owned->owner != NULL)
-	{
-		ResourceOwnerForget(owned->owner, PointerGetDatum(owned), &owned_pins_desc);
-		unpin_owned(owned);
-	}
-	pfree(owned);
-	set->owned = NULL;
-	set->buffers = NULL;
-}
-#endif
 
 /*
  * Pin local buffer buf_id for the rest of the scan; false when the budget
@@ -178,14 +222,7 @@ tb_pinset_add(TbPinSet *set, int buf_id)
 {
 	if (set->npinned >= set->room)
 		return false;
-#ifdef TB_OWNED_PIN_SETS
 	pin_owned(set, GetLocalBufferDescriptor(buf_id));
-#else
-	if (set->buffers == NULL)
-		set->buffers = MemoryContextAlloc(set->cxt,
-										  sizeof(Buffer) * set->room);
-	set->buffers[set->npinned] = TbPinLocalBuffer(GetLocalBufferDescriptor(buf_id));
-#endif
 	set->npinned++;
 	return true;
 }
@@ -193,12 +230,19 @@ tb_pinset_add(TbPinSet *set, int buf_id)
 void
 tb_pinset_release(TbPinSet *set)
 {
-#ifdef TB_OWNED_PIN_SETS
-	release_owned(set);
-#else
-	for (int i = 0; i < set->npinned; i++)
-		ReleaseBuffer(set->buffers[i]);
-#endif
+	OwnedPins  *owned = set->owned;
+
+	if (owned != NULL)
+	{
+		if (owned->owner != NULL)
+		{
+			forget_owned(owned);
+			unpin_owned(owned);
+		}
+		pfree(owned);
+	}
+	set->owned = NULL;
+	set->buffers = NULL;
 	set->npinned = 0;
 }
 

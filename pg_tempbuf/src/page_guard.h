@@ -17,14 +17,13 @@
 
 typedef struct TbPinSet
 {
-	MemoryContext cxt;
 	Buffer	   *buffers;
 	int			npinned;
 	int			room;			/* the most pins the pool can spare */
-	void	   *owned;			/* from 17: the pins as one resource (page_guard.c) */
+	void	   *owned;			/* the pins, one resource of an owner (page_guard.c) */
 } TbPinSet;
 
-extern void tb_pinset_init(TbPinSet *set, MemoryContext cxt, bool leader_runs_code);
+extern void tb_pinset_init(TbPinSet *set, bool leader_runs_code);
 extern bool tb_pinset_add(TbPinSet *set, int buf_id);
 extern void tb_pinset_release(TbPinSet *set);
 extern bool tb_page_may_be_pruned(Page page);

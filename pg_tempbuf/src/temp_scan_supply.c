@@ -471,7 +471,7 @@ guard_pages(TempScanState *ts, TempScanShared *shared)
 	const char *reason = NULL;
 
 	release_pins(ts);
-	tb_pinset_init(&ts->pins, ts->css.ss.ps.state->es_query_cxt, ts->guard_pruning);
+	tb_pinset_init(&ts->pins, ts->guard_pruning);
 	memset(tb_ts_reserved_map(shared), 0, sizeof(uint64) * ((shared->reserved_bits + 63) / 64));
 
 	share_leader_pages(ts, shared);
