@@ -159,7 +159,7 @@ tb_define_gucs(void)
 
 	DefineCustomEnumVariable("pg_tempbuf.debug_peek",
 							 "Sets how a parallel worker reads a row of a heap page it peeks at in the leader's pool.",
-							 "For tests: auto reads a page in a part of the pool the worker has not touched with pread(), else in place; in_place and read force one way.",
+							 "For tests: auto reads a page in a part of the pool the worker has not touched with pread() (until it comes back there a third time), else in place; in_place and read force one way.",
 							 &tb_debug_peek,
 							 TB_PEEK_AUTO, debug_peek_options,
 							 PGC_SUSET, TB_DEBUG_GUC_FLAGS,
