@@ -86,7 +86,6 @@ tb_leader_pages_init(TbLeaderPageSet *set, bool planned, bool leader_runs_code)
 	set->copies = planned && !IsParallelWorker() && tb_leader_pages_readable();
 	set->leader_runs_code = leader_runs_code;
 	set->pins.npinned = 0;
-	set->pins.buffers = NULL;
 	set->pins.owned = NULL;
 }
 
@@ -148,7 +147,7 @@ tb_leader_pages_share(TbLeaderPageSet *set, TbLeaderPageList *list)
 	 * nor under debug_hazard evict_during_batch, whose race is with a
 	 * worker peeking at an unpinned page (page_source.c).
 	 */
-	if (set->pins.buffers == NULL && set->pins.npinned == 0)
+	if (set->pins.owned == NULL)
 		tb_pinset_init(&set->pins, set->leader_runs_code);
 	for (int i = 0; i < set->nrels; i++)
 	{

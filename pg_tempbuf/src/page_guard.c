@@ -76,7 +76,6 @@ tb_pinset_init(TbPinSet *set, bool leader_runs_code)
 {
 	int			pinned = 0;
 
-	set->buffers = NULL;
 	set->npinned = 0;
 	set->room = 0;
 	set->owned = NULL;
@@ -207,7 +206,6 @@ pin_owned(TbPinSet *set, BufferDesc *desc)
 		owned->owner = CurrentResourceOwner;
 		remember_owned(owned);
 		set->owned = owned;
-		set->buffers = owned->buffers;
 	}
 	owned->buffers[owned->npinned++] = TbPinLocalBufferUntracked(desc);
 }
@@ -242,7 +240,6 @@ tb_pinset_release(TbPinSet *set)
 		pfree(owned);
 	}
 	set->owned = NULL;
-	set->buffers = NULL;
 	set->npinned = 0;
 }
 

@@ -17,7 +17,6 @@
 
 typedef struct TbPinSet
 {
-	Buffer	   *buffers;
 	int			npinned;
 	int			room;			/* the most pins the pool can spare */
 	void	   *owned;			/* the pins, one resource of an owner (page_guard.c) */

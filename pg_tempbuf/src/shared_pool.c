@@ -775,9 +775,10 @@ mark_touched(const char *page)
 static bool
 worth_mapping(const char *page)
 {
+	Size		last = fault_window(page + BLCKSZ - 1);
 	bool		mapped = true;
 
-	for (Size w = fault_window(page); w <= fault_window(page + BLCKSZ - 1); w++)
+	for (Size w = fault_window(page); w <= last; w++)
 	{
 		if (worker.window_reads[w] == WINDOW_MAPPED)
 			continue;
